@@ -1,0 +1,560 @@
+#include "server/batch_multipart.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <random>
+
+namespace cerulean::server {
+
+namespace {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+using storage::Result;
+using storage::Status;
+
+// RFC 2046 §5.1.1: a boundary is 1 to 70 characters.
+constexpr size_t kMaxBoundaryLength = 70;
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+bool IsSpaceOrBreak(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// True iff `c` is a control character other than HT.
+bool IsControl(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u < 0x20 && c != '\t') || u == 0x7f;
+}
+
+// RFC 9110 tchar.
+bool IsTokenChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x80 || u <= 0x20 || u == 0x7f) return false;
+  return std::string_view("()<>@,;:\\\"/[]?={}").find(c) == std::string_view::npos;
+}
+
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!IsTokenChar(c)) return false;
+  }
+  return true;
+}
+
+char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool AsciiIEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+// `s` without leading and trailing spaces and tabs.
+std::string_view TrimBlanks(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// `s` without leading and trailing spaces, tabs, CRs and LFs.
+std::string_view TrimSpaceAndBreaks(std::string_view s) {
+  while (!s.empty() && IsSpaceOrBreak(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpaceOrBreak(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Splits the next line off `*text` into `*line`, without its LF or CRLF.
+// Returns false iff `*text` is empty.
+bool NextLine(std::string_view* text, std::string_view* line) {
+  if (text->empty()) return false;
+  const size_t lf = text->find('\n');
+  if (lf == std::string_view::npos) {
+    *line = *text;
+    text->remove_prefix(text->size());
+  } else {
+    *line = text->substr(0, lf);
+    text->remove_prefix(lf + 1);
+  }
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+  return true;
+}
+
+std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (AsciiIEquals(key, name)) return std::string_view(value);
+  }
+  return std::nullopt;
+}
+
+// The media type of a Content-Type value ("type/subtype", parameters and
+// surrounding blanks removed).
+std::string_view MediaType(std::string_view content_type) {
+  return TrimBlanks(content_type.substr(0, content_type.find(';')));
+}
+
+// The boundary parameter of a `multipart/mixed` Content-Type value, unquoted.
+Result<std::string> MultipartBoundary(std::string_view content_type) {
+  if (!AsciiIEquals(MediaType(content_type), "multipart/mixed")) {
+    return Status::InvalidArgument("batch Content-Type must be multipart/mixed");
+  }
+  std::optional<std::string> boundary;
+  size_t pos = content_type.find(';');
+  while (pos != std::string_view::npos && pos < content_type.size()) {
+    ++pos;  // past ';'
+    const size_t eq = content_type.find_first_of("=;", pos);
+    if (eq == std::string_view::npos || content_type[eq] == ';') {
+      pos = eq;  // a parameter without a value: ignored
+      continue;
+    }
+    const std::string_view name = TrimBlanks(content_type.substr(pos, eq - pos));
+    size_t v = eq + 1;
+    while (v < content_type.size() && IsBlank(content_type[v])) ++v;
+    std::string value;
+    if (v < content_type.size() && content_type[v] == '"') {
+      ++v;
+      bool closed = false;
+      for (; v < content_type.size(); ++v) {
+        char c = content_type[v];
+        if (c == '"') {
+          closed = true;
+          ++v;
+          break;
+        }
+        if (c == '\\' && v + 1 < content_type.size()) c = content_type[++v];
+        value.push_back(c);
+      }
+      if (!closed) return Status::InvalidArgument("unterminated quoted string in Content-Type");
+      pos = content_type.find(';', v);
+      if (!TrimBlanks(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v))
+               .empty()) {
+        return Status::InvalidArgument("unexpected text after quoted parameter in Content-Type");
+      }
+    } else {
+      pos = content_type.find(';', v);
+      value = std::string(
+          TrimBlanks(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v)));
+    }
+    if (!boundary && AsciiIEquals(name, "boundary")) boundary = std::move(value);
+  }
+  if (!boundary) return Status::InvalidArgument("multipart/mixed Content-Type has no boundary");
+  if (boundary->empty() || boundary->size() > kMaxBoundaryLength || boundary->back() == ' ') {
+    return Status::InvalidArgument("invalid multipart boundary");
+  }
+  for (char c : *boundary) {
+    if (IsControl(c) || c == '\t') return Status::InvalidArgument("invalid multipart boundary");
+  }
+  return std::move(*boundary);
+}
+
+// A delimiter line found in a multipart body.
+struct Delimiter {
+  size_t content_end;  // end of the preceding part: before the line break that precedes the line
+  size_t after;        // first byte after the delimiter line and its line break
+  bool close;          // `--boundary--`
+};
+
+// Finds the first delimiter line `--boundary` (at the start of a line) at or
+// after `from`, or nullopt. `dash_boundary` is "--" + boundary.
+std::optional<Delimiter> FindDelimiter(std::string_view text, size_t from,
+                                       std::string_view dash_boundary) {
+  for (size_t p = text.find(dash_boundary, from); p != std::string_view::npos;
+       p = text.find(dash_boundary, p + 1)) {
+    if (p != 0 && text[p - 1] != '\n') continue;
+    size_t content_end = p;
+    if (content_end > from && text[content_end - 1] == '\n') --content_end;
+    if (content_end > from && text[content_end - 1] == '\r') --content_end;
+    size_t q = p + dash_boundary.size();
+    if (text.substr(q, 2) == "--") {
+      // Close delimiter: whatever follows is epilogue and ignored.
+      return Delimiter{content_end, text.size(), true};
+    }
+    // Transport padding, then the line break (or the end of the body).
+    while (q < text.size() && IsBlank(text[q])) ++q;
+    if (q == text.size()) return Delimiter{content_end, q, false};
+    if (text[q] == '\n') return Delimiter{content_end, q + 1, false};
+    if (text[q] == '\r' && (q + 1 == text.size() || text[q + 1] == '\n')) {
+      return Delimiter{content_end, std::min(q + 2, text.size()), false};
+    }
+    // The boundary is only a prefix of this line: not a delimiter.
+  }
+  return std::nullopt;
+}
+
+// Parses one batch body; error offsets are relative to the body's start.
+class BatchParser {
+ public:
+  explicit BatchParser(std::string_view body) : body_(body) {}
+
+  Result<ParsedBatch> Parse(std::string_view boundary) {
+    std::vector<std::string_view> outer;
+    Status s = SplitMultipart(body_, boundary, &outer);
+    if (!s.ok()) return s;
+    if (outer.empty()) return Error("batch contains no parts", body_);
+
+    ParsedBatch batch;
+    bool have_changeset = false;
+    size_t direct_requests = 0;
+    for (std::string_view part : outer) {
+      std::string_view rest = part;
+      Headers mime;
+      s = ParseHeaderBlock(&rest, &mime);
+      if (!s.ok()) return s;
+      const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
+      if (!type) return Error("batch part has no Content-Type", part);
+      const std::string_view media = MediaType(*type);
+      if (AsciiIEquals(media, "multipart/mixed")) {
+        if (have_changeset) return Error("batch contains more than one change set", part);
+        if (direct_requests > 0) {
+          return Error("batch mixes a change set with requests outside it", part);
+        }
+        have_changeset = true;
+        Result<std::string> changeset_boundary = MultipartBoundary(*type);
+        if (!changeset_boundary.ok()) {
+          return Error(changeset_boundary.status().message() + " (change set)", part);
+        }
+        std::vector<std::string_view> operations;
+        s = SplitMultipart(rest, *changeset_boundary, &operations);
+        if (!s.ok()) return s;
+        batch.parts.reserve(operations.size());
+        for (std::string_view operation : operations) {
+          BatchPart parsed;
+          s = ParseHttpPart(operation, &parsed);
+          if (!s.ok()) return s;
+          batch.parts.push_back(std::move(parsed));
+        }
+      } else if (AsciiIEquals(media, "application/http")) {
+        if (have_changeset) {
+          return Error("batch mixes a change set with requests outside it", part);
+        }
+        if (++direct_requests > 1) {
+          return Error("batch contains more than one request outside a change set", part);
+        }
+        BatchPart parsed;
+        s = ParseHttpPart(part, &parsed);
+        if (!s.ok()) return s;
+        if (!AsciiIEquals(parsed.method, "GET")) {
+          return Error("only a GET may appear outside a change set", part);
+        }
+        batch.parts.push_back(std::move(parsed));
+      } else {
+        return Error("batch part Content-Type must be multipart/mixed or application/http", part);
+      }
+    }
+    batch.changeset = have_changeset;
+    return batch;
+  }
+
+ private:
+  // InvalidArgument "<what> at <offset of at in the body>".
+  Status Error(std::string_view what, std::string_view at) const {
+    return Status::InvalidArgument(std::string(what) + " at " + std::to_string(Offset(at)));
+  }
+
+  // The offset of `at` in body_. REQUIRES: `at` is a view into body_.
+  size_t Offset(std::string_view at) const {
+    const std::less<const char*> before;
+    if (before(at.data(), body_.data()) || before(body_.data() + body_.size(), at.data())) {
+      return body_.size();  // not a view of the body: a bug, but report something
+    }
+    return static_cast<size_t>(at.data() - body_.data());
+  }
+
+  // Splits the multipart `text` into the contents of its parts, tolerating a
+  // blank preamble and a final delimiter line instead of the close delimiter.
+  Status SplitMultipart(std::string_view text, std::string_view boundary,
+                        std::vector<std::string_view>* parts) const {
+    const std::string dash_boundary = "--" + std::string(boundary);
+    std::optional<Delimiter> delimiter = FindDelimiter(text, 0, dash_boundary);
+    const std::string_view preamble =
+        text.substr(0, delimiter ? delimiter->content_end : text.size());
+    if (!TrimSpaceAndBreaks(preamble).empty() || !delimiter) {
+      std::string_view at = text;
+      while (!at.empty() && IsSpaceOrBreak(at.front())) at.remove_prefix(1);
+      return Error("expected multipart delimiter '--" + std::string(boundary) + "'", at);
+    }
+    while (!delimiter->close) {
+      const size_t begin = delimiter->after;
+      std::optional<Delimiter> next = FindDelimiter(text, begin, dash_boundary);
+      if (!next) {
+        // A last delimiter line with nothing after it ends the body (JS).
+        if (TrimSpaceAndBreaks(text.substr(begin)).empty()) return Status::Ok();
+        return Error("truncated multipart body: part has no closing delimiter", text.substr(begin));
+      }
+      parts->push_back(text.substr(begin, std::max(next->content_end, begin) - begin));
+      delimiter = next;
+    }
+    return Status::Ok();
+  }
+
+  // Parses header lines off `*text` up to and including a blank line or the
+  // end, leaving `*text` at the content. Folded lines are joined.
+  Status ParseHeaderBlock(std::string_view* text, Headers* headers) const {
+    std::string_view line;
+    while (NextLine(text, &line)) {
+      if (TrimBlanks(line).empty()) return Status::Ok();
+      for (char c : line) {
+        if (IsControl(c)) return Error("control character in header", line);
+      }
+      if (IsBlank(line.front())) {
+        if (headers->empty()) return Error("header continuation without a header", line);
+        headers->back().second.push_back(' ');
+        headers->back().second.append(TrimBlanks(line));
+        continue;
+      }
+      const size_t colon = line.find(':');
+      if (colon == std::string_view::npos) return Error("expected ':' in header", line);
+      const std::string_view name = TrimBlanks(line.substr(0, colon));
+      if (!IsToken(name)) return Error("invalid header name", line);
+      headers->emplace_back(std::string(name), std::string(TrimBlanks(line.substr(colon + 1))));
+    }
+    return Status::Ok();
+  }
+
+  // Parses an application/http part (MIME headers, then an HTTP request).
+  Status ParseHttpPart(std::string_view part, BatchPart* out) const {
+    std::string_view rest = part;
+    Headers mime;
+    Status s = ParseHeaderBlock(&rest, &mime);
+    if (!s.ok()) return s;
+    const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
+    if (!type || !AsciiIEquals(MediaType(*type), "application/http")) {
+      return Error("change set part Content-Type must be application/http", part);
+    }
+    const std::optional<std::string_view> encoding = FindHeader(mime, "Content-Transfer-Encoding");
+    if (encoding && !AsciiIEquals(*encoding, "binary") && !AsciiIEquals(*encoding, "8bit") &&
+        !AsciiIEquals(*encoding, "7bit")) {
+      return Error("unsupported Content-Transfer-Encoding (expected binary)", part);
+    }
+
+    // Line breaks before the request line are ignored (RFC 9112 §2.2).
+    while (!rest.empty() && (rest.front() == '\r' || rest.front() == '\n')) rest.remove_prefix(1);
+    std::string_view line;
+    if (!NextLine(&rest, &line)) return Error("missing request line in batch part", rest);
+    s = ParseRequestLine(line, out);
+    if (!s.ok()) return s;
+    s = ParseHeaderBlock(&rest, &out->headers);
+    if (!s.ok()) return s;
+    out->body = std::string(TrimSpaceAndBreaks(rest));
+
+    std::optional<std::string_view> content_id = FindHeader(mime, "Content-ID");
+    if (!content_id || content_id->empty()) content_id = out->Header("Content-ID");
+    if (content_id && !content_id->empty()) out->content_id = std::string(*content_id);
+    return Status::Ok();
+  }
+
+  // Parses "METHOD SP request-target SP HTTP/1.x".
+  Status ParseRequestLine(std::string_view line, BatchPart* out) const {
+    std::string_view tokens[3];
+    size_t count = 0;
+    std::string_view rest = line;
+    while (true) {
+      while (!rest.empty() && IsBlank(rest.front())) rest.remove_prefix(1);
+      if (rest.empty()) break;
+      size_t end = 0;
+      while (end < rest.size() && !IsBlank(rest[end])) ++end;
+      if (count == 3) return Error("invalid request line in batch part", line);
+      tokens[count++] = rest.substr(0, end);
+      rest.remove_prefix(end);
+    }
+    if (count != 3) return Error("invalid request line in batch part", line);
+    if (!IsToken(tokens[0])) return Error("invalid method in batch part", tokens[0]);
+    for (char c : tokens[1]) {
+      if (IsControl(c)) return Error("invalid request target in batch part", tokens[1]);
+    }
+    if (tokens[2] != "HTTP/1.1" && tokens[2] != "HTTP/1.0") {
+      return Error("expected HTTP/1.1 in batch part request line", tokens[2]);
+    }
+    out->method = std::string(tokens[0]);
+    out->url = std::string(tokens[1]);
+    return Status::Ok();
+  }
+
+  std::string_view body_;
+};
+
+// A random version-4 GUID, lower-case hex.
+std::string NewGuid() {
+  thread_local std::mt19937_64 generator = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device()};
+    return std::mt19937_64(seed);
+  }();
+  uint64_t hi = generator();
+  uint64_t lo = generator();
+  hi = (hi & ~uint64_t{0xF000}) | uint64_t{0x4000};            // version 4
+  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 32; ++i) {
+    const uint64_t word = i < 16 ? hi : lo;
+    const int shift = 60 - 4 * (i % 16);
+    if (i == 8 || i == 12 || i == 16 || i == 20) out.push_back('-');
+    out.push_back(kHex[(word >> shift) & 0xF]);
+  }
+  return out;
+}
+
+// Appends `s` with CR and LF written as spaces.
+void AppendLineSafe(std::string* out, std::string_view s) {
+  for (char c : s) out->push_back(c == '\r' || c == '\n' ? ' ' : c);
+}
+
+// Appends one application/http sub-response part (after its delimiter line)
+// and the line break that belongs to the next delimiter.
+void AppendSubResponse(std::string* out, const BatchSubResponse& sub) {
+  out->append("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n");
+  const int status = sub.status >= 100 && sub.status <= 999 ? sub.status : 500;
+  out->append("HTTP/1.1 ");
+  out->append(std::to_string(status));
+  out->push_back(' ');
+  out->append(ReasonPhrase(status));
+  out->append("\r\n");
+  if (sub.content_id) {
+    out->append("Content-ID: ");
+    AppendLineSafe(out, *sub.content_id);
+    out->append("\r\n");
+  }
+  for (const auto& [name, value] : sub.headers) {
+    AppendLineSafe(out, name);
+    out->append(": ");
+    AppendLineSafe(out, value);
+    out->append("\r\n");
+  }
+  out->append("\r\n");
+  out->append(sub.body);
+  out->append("\r\n");
+}
+
+}  // namespace
+
+std::optional<std::string_view> BatchPart::Header(std::string_view name) const {
+  return FindHeader(headers, name);
+}
+
+storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::string_view body) {
+  Result<std::string> boundary = MultipartBoundary(content_type);
+  if (!boundary.ok()) return boundary.status();
+  return BatchParser(body).Parse(*boundary);
+}
+
+std::string SerializeBatchResponse(const std::vector<BatchSubResponse>& subs, bool changeset,
+                                   std::string* content_type) {
+  const std::string batch_boundary = "batchresponse_" + NewGuid();
+  *content_type = "multipart/mixed; boundary=" + batch_boundary;
+  std::string out;
+  size_t estimate = 256;
+  for (const BatchSubResponse& sub : subs) estimate += 256 + sub.body.size();
+  out.reserve(estimate);
+  if (changeset) {
+    const std::string changeset_boundary = "changesetresponse_" + NewGuid();
+    out.append("--" + batch_boundary + "\r\n");
+    out.append("Content-Type: multipart/mixed; boundary=" + changeset_boundary + "\r\n\r\n");
+    for (const BatchSubResponse& sub : subs) {
+      out.append("--" + changeset_boundary + "\r\n");
+      AppendSubResponse(&out, sub);
+    }
+    out.append("--" + changeset_boundary + "--\r\n");
+  } else {
+    for (const BatchSubResponse& sub : subs) {
+      out.append("--" + batch_boundary + "\r\n");
+      AppendSubResponse(&out, sub);
+    }
+  }
+  out.append("--" + batch_boundary + "--\r\n");
+  return out;
+}
+
+std::string_view ReasonPhrase(int status) {
+  // RFC 2616 phrases, as the Table service writes them.
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 101:
+      return "Switching Protocols";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 203:
+      return "Non-Authoritative Information";
+    case 204:
+      return "No Content";
+    case 205:
+      return "Reset Content";
+    case 206:
+      return "Partial Content";
+    case 300:
+      return "Multiple Choices";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 303:
+      return "See Other";
+    case 304:
+      return "Not Modified";
+    case 305:
+      return "Use Proxy";
+    case 307:
+      return "Temporary Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 402:
+      return "Payment Required";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 407:
+      return "Proxy Authentication Required";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Request Entity Too Large";
+    case 414:
+      return "Request-URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 416:
+      return "Requested Range Not Satisfiable";
+    case 417:
+      return "Expectation Failed";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
+  }
+}
+
+}  // namespace cerulean::server

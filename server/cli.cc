@@ -1,0 +1,50 @@
+#include "server/cli.h"
+
+#include <boost/program_options.hpp>
+#include <sstream>
+
+namespace cerulean::server {
+
+namespace po = boost::program_options;
+
+std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out) {
+  po::options_description desc(
+      "Usage: cerulean [options]                      run the Table service\n"
+      "       cerulean export [--table T...] [--file F] write tables as JSON Lines\n"
+      "       cerulean import [--file F]               load JSON Lines\n"
+      "       cerulean reset                           delete all tables of the account\n\n"
+      "Options (compatible with azurite-table)");
+  desc.add_options()
+      ("tableHost", po::value(&out->host)->default_value(out->host), "address to listen on")
+      ("tablePort", po::value(&out->port)->default_value(out->port), "port to listen on; 0 picks a free port")
+      ("location,l", po::value(&out->location)->default_value(out->location), "directory of the SQLite database")
+      ("inMemoryPersistence", po::bool_switch(&out->in_memory), "keep all data in memory only")
+      ("loose,L", po::bool_switch(&out->loose),
+       "ignore unsupported query options and headers, and the Shared Key date skew check")
+      ("skipApiVersionCheck", po::bool_switch(&out->skip_api_version_check), "accept any well-formed x-ms-version")
+      ("disableProductStyleUrl", po::bool_switch(&out->disable_product_style_url),
+       "always parse the account from the first path segment")
+      ("disableTelemetry", "accepted for Azurite compatibility; Cerulean sends no telemetry")
+      ("debug,d", po::value(&out->debug_file), "write full request/response headers and query plans to FILE")
+      ("silent,s", po::bool_switch(&out->silent), "no access log on stdout")
+      ("jsonLog", po::bool_switch(&out->json_log), "access log lines as JSON")
+      ("seed", po::value(&out->seed_dir), "import every *.jsonl file of DIR at start-up (table = file name)")
+      ("account", po::value(&out->account), "export/import/reset: the account (default devstoreaccount1)")
+      ("table", po::value(&out->tables)->multitoken(), "export: only these tables")
+      ("file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")
+      ("version,v", po::bool_switch(&out->version), "print the version")
+      ("help,h", po::bool_switch(&out->help), "print this help");
+  std::ostringstream help;
+  help << desc;
+  out->help_text = help.str();
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace cerulean::server

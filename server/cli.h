@@ -1,0 +1,35 @@
+// Command line: azurite-table compatible flags plus Cerulean's own.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cerulean::server {
+
+struct CliOptions {
+  std::string host = "127.0.0.1";
+  unsigned short port = 10002;
+  std::string location = "./data";
+  bool in_memory = false;
+  bool loose = false;
+  bool skip_api_version_check = false;
+  bool silent = false;
+  bool json_log = false;
+  std::string debug_file;
+  std::string seed_dir;
+  // export / import / reset subcommands.
+  std::string account;
+  std::vector<std::string> tables;
+  std::string file;
+  bool disable_product_style_url = false;
+  bool help = false;
+  bool version = false;
+  std::string help_text;
+};
+
+// Parses argv. Returns an error message for unknown or malformed options.
+std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out);
+
+}  // namespace cerulean::server

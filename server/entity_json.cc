@@ -1,0 +1,611 @@
+#include "server/entity_json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "server/text.h"
+#include "storage/edm_text.h"
+
+namespace cerulean::server {
+
+using storage::EdmType;
+using storage::Entity;
+using storage::Value;
+
+namespace {
+
+constexpr size_t kMaxKeyUtf16 = 1024;
+constexpr size_t kMaxStringUtf16 = 32768;
+constexpr size_t kMaxBinaryBytes = 65536;
+constexpr size_t kMaxEntityBytes = 1024 * 1024;
+constexpr size_t kMaxPropertyName = 255;
+
+// One member of a flat JSON object, as the SAX parser saw it.
+struct Member {
+  enum class Kind { kNull, kBool, kInt, kUint, kFloat, kString } kind = Kind::kNull;
+  std::string name;
+  std::string text;  // string value, or number text for floats
+  bool b = false;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+};
+
+// Collects the members of one flat JSON object; rejects nesting.
+class FlatObjectSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<Member> members;
+  bool nested = false;
+
+  bool null() override { return Add(Member::Kind::kNull); }
+  bool boolean(bool v) override {
+    if (!Add(Member::Kind::kBool)) return false;
+    members.back().b = v;
+    return true;
+  }
+  bool number_integer(number_integer_t v) override {
+    if (!Add(Member::Kind::kInt)) return false;
+    members.back().i = v;
+    return true;
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (!Add(Member::Kind::kUint)) return false;
+    members.back().u = v;
+    return true;
+  }
+  bool number_float(number_float_t v, const string_t& raw) override {
+    if (!Add(Member::Kind::kFloat)) return false;
+    members.back().d = v;
+    members.back().text = raw;
+    return true;
+  }
+  bool string(string_t& v) override {
+    if (!Add(Member::Kind::kString)) return false;
+    members.back().text = std::move(v);
+    return true;
+  }
+  bool binary(binary_t&) override { return Fail(); }
+  bool start_object(std::size_t) override {
+    if (depth_++ > 0) return Fail();
+    return true;
+  }
+  bool key(string_t& k) override {
+    pending_key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return Fail(); }
+  bool end_array() override { return Fail(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+  int depth() const { return depth_; }
+
+ private:
+  bool Add(Member::Kind kind) {
+    if (depth_ != 1) return Fail();
+    Member m;
+    m.kind = kind;
+    m.name = std::move(pending_key_);
+    members.push_back(std::move(m));
+    return true;
+  }
+  bool Fail() {
+    nested = true;
+    return false;
+  }
+  int depth_ = 0;
+  std::string pending_key_;
+};
+
+// Parses `body` as one flat JSON object.
+std::optional<ErrorReply> ParseFlatObject(std::string_view body, std::vector<Member>* out) {
+  FlatObjectSax sax;
+  bool ok = nlohmann::json::sax_parse(body.begin(), body.end(), &sax,
+                                      nlohmann::json::input_format_t::json, true);
+  if (!ok || sax.nested || sax.depth() != 0) return ErrorReply(AzureError::kInvalidInput);
+  // A body that is a bare scalar produces no members with depth 0 and no
+  // object: reject unless it began with '{'.
+  std::string_view t = Trim(body);
+  while (!t.empty() && (t.front() == '\r' || t.front() == '\n')) t.remove_prefix(1);
+  if (t.empty() || t.front() != '{') return ErrorReply(AzureError::kInvalidInput);
+  *out = std::move(sax.members);
+  return std::nullopt;
+}
+
+bool IsNameStart(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80; }
+bool IsNameChar(unsigned char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
+
+std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
+  if (name.empty()) return ErrorReply(AzureError::kPropertyNameInvalid);
+  if (storage::Utf16Length(name) > kMaxPropertyName) return ErrorReply(AzureError::kPropertyNameTooLong);
+  if (!IsNameStart(static_cast<unsigned char>(name[0]))) return ErrorReply(AzureError::kPropertyNameInvalid);
+  for (char c : name) {
+    if (!IsNameChar(static_cast<unsigned char>(c))) return ErrorReply(AzureError::kPropertyNameInvalid);
+  }
+  return std::nullopt;
+}
+
+std::optional<EdmType> ParseTypeName(std::string_view name) {
+  static constexpr std::pair<std::string_view, EdmType> kTypes[] = {
+      {"Edm.String", EdmType::kString},     {"Edm.Boolean", EdmType::kBoolean},
+      {"Edm.Int32", EdmType::kInt32},       {"Edm.Int64", EdmType::kInt64},
+      {"Edm.Double", EdmType::kDouble},     {"Edm.DateTime", EdmType::kDateTime},
+      {"Edm.Guid", EdmType::kGuid},         {"Edm.Binary", EdmType::kBinary},
+  };
+  for (const auto& [n, t] : kTypes) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+// Parses a decimal integer string strictly (optional '-', digits).
+template <typename T>
+std::optional<T> ParseInteger(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseDoubleText(std::string_view s) {
+  if (IEquals(s, "NaN")) return std::numeric_limits<double>::quiet_NaN();
+  if (IEquals(s, "Infinity") || IEquals(s, "INF")) return std::numeric_limits<double>::infinity();
+  if (IEquals(s, "-Infinity") || IEquals(s, "-INF")) return -std::numeric_limits<double>::infinity();
+  if (s.empty()) return std::nullopt;
+  double d = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return d;
+}
+
+std::optional<double> MemberAsDouble(const Member& m) {
+  switch (m.kind) {
+    case Member::Kind::kInt: return static_cast<double>(m.i);
+    case Member::Kind::kUint: return static_cast<double>(m.u);
+    case Member::Kind::kFloat: return m.d;
+    case Member::Kind::kString: return ParseDoubleText(m.text);
+    default: return std::nullopt;
+  }
+}
+
+// Converts a member to a typed value (annotation `type` if given).
+std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> type, Value* out) {
+  const ErrorReply invalid(AzureError::kInvalidInput);
+  if (!type) {
+    switch (m.kind) {
+      case Member::Kind::kString: *out = Value::String(m.text); break;
+      case Member::Kind::kBool: *out = Value::Boolean(m.b); break;
+      case Member::Kind::kInt:
+        if (m.i >= INT32_MIN && m.i <= INT32_MAX) *out = Value::Int32(static_cast<int32_t>(m.i));
+        else *out = Value::Double(static_cast<double>(m.i));
+        break;
+      case Member::Kind::kUint:
+        if (m.u <= INT32_MAX) *out = Value::Int32(static_cast<int32_t>(m.u));
+        else *out = Value::Double(static_cast<double>(m.u));
+        break;
+      case Member::Kind::kFloat: *out = Value::Double(m.d); break;
+      case Member::Kind::kNull: return invalid;
+    }
+  } else {
+    switch (*type) {
+      case EdmType::kString:
+        if (m.kind != Member::Kind::kString) return invalid;
+        *out = Value::String(m.text);
+        break;
+      case EdmType::kBoolean:
+        if (m.kind == Member::Kind::kBool) *out = Value::Boolean(m.b);
+        else if (m.kind == Member::Kind::kString && (m.text == "true" || m.text == "false"))
+          *out = Value::Boolean(m.text == "true");
+        else return invalid;
+        break;
+      case EdmType::kInt32: {
+        std::optional<int32_t> v;
+        if (m.kind == Member::Kind::kInt && m.i >= INT32_MIN && m.i <= INT32_MAX) v = static_cast<int32_t>(m.i);
+        else if (m.kind == Member::Kind::kUint && m.u <= INT32_MAX) v = static_cast<int32_t>(m.u);
+        else if (m.kind == Member::Kind::kString) v = ParseInteger<int32_t>(m.text);
+        if (!v) return invalid;
+        *out = Value::Int32(*v);
+        break;
+      }
+      case EdmType::kInt64: {
+        std::optional<int64_t> v;
+        if (m.kind == Member::Kind::kInt) v = m.i;
+        else if (m.kind == Member::Kind::kUint && m.u <= INT64_MAX) v = static_cast<int64_t>(m.u);
+        else if (m.kind == Member::Kind::kString) v = ParseInteger<int64_t>(m.text);
+        if (!v) return invalid;
+        *out = Value::Int64(*v);
+        break;
+      }
+      case EdmType::kDouble: {
+        auto v = MemberAsDouble(m);
+        if (!v) return invalid;
+        *out = Value::Double(*v);
+        break;
+      }
+      case EdmType::kDateTime: {
+        if (m.kind != Member::Kind::kString) return invalid;
+        auto ticks = storage::ParseDateTime(m.text);
+        if (!ticks) return invalid;
+        if (*ticks < storage::kMinDateTimeTicks) {
+          return ErrorReply(AzureError::kOutOfRangeInput,
+                            "The '" + m.name + "' parameter of value '" +
+                                storage::FormatDateTimeInvariant(*ticks) + "' is out of range.");
+        }
+        *out = Value::DateTimeTicks(*ticks);
+        break;
+      }
+      case EdmType::kGuid: {
+        if (m.kind != Member::Kind::kString) return invalid;
+        auto g = storage::ParseGuid(m.text);
+        if (!g) return invalid;
+        *out = Value::FromGuid(*g);
+        break;
+      }
+      case EdmType::kBinary: {
+        if (m.kind != Member::Kind::kString) return invalid;
+        auto bytes = Base64Decode(m.text);
+        if (!bytes) return invalid;
+        *out = Value::FromBinary(std::move(*bytes));
+        break;
+      }
+    }
+  }
+  if (out->type() == EdmType::kString && storage::Utf16Length(out->string()) > kMaxStringUtf16) {
+    return ErrorReply(AzureError::kPropertyValueTooLarge);
+  }
+  if (out->type() == EdmType::kBinary && out->binary().size() > kMaxBinaryBytes) {
+    return ErrorReply(AzureError::kPropertyValueTooLarge);
+  }
+  return std::nullopt;
+}
+
+bool IsForbiddenKeyChar(unsigned char c) {
+  return c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || c == 0x7F;
+}
+
+// U+0080..U+009F arrive as C2 80..C2 9F.
+bool HasForbiddenKeyChars(std::string_view v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(v[i]);
+    if (IsForbiddenKeyChar(c)) return true;
+    if (c == 0xC2 && i + 1 < v.size()) {
+      unsigned char n = static_cast<unsigned char>(v[i + 1]);
+      if (n >= 0x80 && n <= 0x9F) return true;
+    }
+  }
+  return false;
+}
+
+size_t ValueSize(const Value& v) {
+  switch (v.type()) {
+    case EdmType::kString: return 4 + 2 * storage::Utf16Length(v.string());
+    case EdmType::kBinary: return 4 + v.binary().size();
+    case EdmType::kBoolean: return 1;
+    case EdmType::kInt32: return 4;
+    case EdmType::kGuid: return 16;
+    default: return 8;
+  }
+}
+
+}  // namespace
+
+std::string_view JsonContentType(Metadata level) {
+  switch (level) {
+    case Metadata::kNone: return "application/json;odata=nometadata;streaming=true;charset=utf-8";
+    case Metadata::kFull: return "application/json;odata=fullmetadata;streaming=true;charset=utf-8";
+    case Metadata::kMinimal: break;
+  }
+  return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
+}
+
+std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value) {
+  if (storage::Utf16Length(value) > kMaxKeyUtf16) return ErrorReply(AzureError::kPropertyValueTooLarge);
+  if (HasForbiddenKeyChars(value)) {
+    return ErrorReply(AzureError::kOutOfRangeInput, "The '" + std::string(name) +
+                                                        "' parameter of value '" +
+                                                        std::string(value) + "' is out of range.");
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ValidateEntityLimits(const Entity& e) {
+  if (e.properties.size() > 252) return ErrorReply(AzureError::kTooManyProperties);
+  size_t size = 4 + 2 * (storage::Utf16Length(e.partition_key) + storage::Utf16Length(e.row_key));
+  for (const auto& p : e.properties) {
+    size += 8 + 2 * storage::Utf16Length(p.name) + ValueSize(p.value);
+  }
+  if (size > kMaxEntityBytes) return ErrorReply(AzureError::kEntityTooLarge);
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body, Entity* entity) {
+  std::vector<Member> members;
+  if (auto err = ParseFlatObject(body, &members)) return err;
+
+  // Index members and annotations; the same name twice is an error.
+  std::unordered_map<std::string_view, size_t> values;
+  std::unordered_map<std::string_view, size_t> annotations;
+  static constexpr std::string_view kTypeSuffix = "@odata.type";
+  for (size_t i = 0; i < members.size(); ++i) {
+    std::string_view name = members[i].name;
+    bool is_annotation = name.size() > kTypeSuffix.size() && name.ends_with(kTypeSuffix);
+    auto& index = is_annotation ? annotations : values;
+    std::string_view key = is_annotation ? name.substr(0, name.size() - kTypeSuffix.size()) : name;
+    if (!index.emplace(key, i).second) return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
+  }
+  for (const auto& [target, idx] : annotations) {
+    if (target.starts_with("odata.") || target == "Timestamp") continue;
+    if (!values.contains(target)) return ErrorReply(AzureError::kInvalidInput);
+    if (members[idx].kind != Member::Kind::kString) return ErrorReply(AzureError::kInvalidInput);
+  }
+
+  entity->properties.clear();
+  bool have_pk = false, have_rk = false;
+  for (const Member& m : members) {
+    std::string_view name = m.name;
+    if (name.starts_with("odata.") || name.find('@') != std::string_view::npos) continue;
+    if (name == "Timestamp") continue;
+    std::optional<EdmType> type;
+    if (auto it = annotations.find(name); it != annotations.end()) {
+      type = ParseTypeName(members[it->second].text);
+      if (!type) return ErrorReply(AzureError::kInvalidInput);
+    }
+    if (name == "PartitionKey" || name == "RowKey") {
+      if (!keys_from_body) continue;
+      if (m.kind == Member::Kind::kNull) return ErrorReply(AzureError::kPropertiesNeedValue);
+      if (m.kind != Member::Kind::kString || (type && *type != EdmType::kString)) {
+        return ErrorReply(AzureError::kInvalidInput);
+      }
+      if (name == "PartitionKey") {
+        entity->partition_key = m.text;
+        have_pk = true;
+      } else {
+        entity->row_key = m.text;
+        have_rk = true;
+      }
+      continue;
+    }
+    if (auto err = ValidatePropertyName(name)) return err;
+    if (m.kind == Member::Kind::kNull) continue;  // null: not stored
+    Value v;
+    if (auto err = ConvertValue(m, type, &v)) return err;
+    entity->properties.push_back({std::string(name), std::move(v)});
+  }
+  if (keys_from_body) {
+    if (!have_pk || !have_rk) return ErrorReply(AzureError::kPropertiesNeedValue);
+    if (auto err = ValidateBodyKey("PartitionKey", entity->partition_key)) return err;
+    if (auto err = ValidateBodyKey("RowKey", entity->row_key)) return err;
+  }
+  return ValidateEntityLimits(*entity);
+}
+
+std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* table_name) {
+  std::vector<Member> members;
+  if (auto err = ParseFlatObject(body, &members)) return err;
+  for (const Member& m : members) {
+    if (m.name != "TableName") continue;
+    if (m.kind == Member::Kind::kNull) return ErrorReply(AzureError::kPropertiesNeedValue);
+    if (m.kind != Member::Kind::kString) return ErrorReply(AzureError::kInvalidInput);
+    *table_name = m.text;
+    return std::nullopt;
+  }
+  return ErrorReply(AzureError::kPropertiesNeedValue);
+}
+
+std::string ETagFor(int64_t ticks) {
+  std::string ts = storage::FormatDateTime(ticks);
+  std::string out = "W/\"datetime'";
+  for (char c : ts) {
+    if (c == ':') out += "%3A";
+    else out += c;
+  }
+  out += "'\"";
+  return out;
+}
+
+std::optional<int64_t> ParseETag(std::string_view etag) {
+  static constexpr std::string_view kPrefix = "W/\"datetime'";
+  static constexpr std::string_view kSuffix = "'\"";
+  if (!etag.starts_with(kPrefix) || !etag.ends_with(kSuffix) ||
+      etag.size() < kPrefix.size() + kSuffix.size()) {
+    return std::nullopt;
+  }
+  auto inner = PercentDecode(etag.substr(kPrefix.size(), etag.size() - kPrefix.size() - kSuffix.size()));
+  if (!inner) return std::nullopt;
+  auto ticks = storage::ParseDateTime(*inner);
+  if (!ticks || ETagFor(*ticks) != etag) return std::nullopt;
+  return ticks;
+}
+
+std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk) {
+  std::string out(table);
+  auto quoted = [&out](std::string_view v) {
+    out += '\'';
+    for (char c : v) {
+      if (c == '\'') out += '\'';
+      out += c;
+    }
+    out += '\'';
+  };
+  out += "(PartitionKey=";
+  quoted(pk);
+  out += ",RowKey=";
+  quoted(rk);
+  out += ')';
+  return out;
+}
+
+namespace {
+
+void AppendKey(std::string* out, bool* first, std::string_view name) {
+  if (!*first) out->push_back(',');
+  *first = false;
+  AppendJsonString(out, name);
+  out->push_back(':');
+}
+
+void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name, std::string_view type) {
+  if (!*first) out->push_back(',');
+  *first = false;
+  out->push_back('"');
+  out->append(name);  // property names need no escaping (identifiers)
+  out->append("@odata.type\":\"");
+  out->append(type);
+  out->push_back('"');
+}
+
+void AppendValue(std::string* out, bool* first, std::string_view name, const Value& v, Metadata level) {
+  bool annotate = level != Metadata::kNone;
+  switch (v.type()) {
+    case EdmType::kString:
+      AppendKey(out, first, name);
+      AppendJsonString(out, v.string());
+      break;
+    case EdmType::kBoolean:
+      AppendKey(out, first, name);
+      out->append(v.boolean() ? "true" : "false");
+      break;
+    case EdmType::kInt32:
+      AppendKey(out, first, name);
+      out->append(std::to_string(v.int32()));
+      break;
+    case EdmType::kInt64:
+      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Int64");
+      AppendKey(out, first, name);
+      out->push_back('"');
+      out->append(std::to_string(v.int64()));
+      out->push_back('"');
+      break;
+    case EdmType::kDouble: {
+      double d = v.dbl();
+      if (std::isfinite(d)) {
+        AppendKey(out, first, name);
+        out->append(storage::FormatDouble(d));
+      } else {
+        if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Double");
+        AppendKey(out, first, name);
+        out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
+      }
+      break;
+    }
+    case EdmType::kDateTime:
+      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.DateTime");
+      AppendKey(out, first, name);
+      out->push_back('"');
+      out->append(storage::FormatDateTime(v.ticks()));
+      out->push_back('"');
+      break;
+    case EdmType::kGuid:
+      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Guid");
+      AppendKey(out, first, name);
+      out->push_back('"');
+      out->append(storage::FormatGuid(v.guid()));
+      out->push_back('"');
+      break;
+    case EdmType::kBinary:
+      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Binary");
+      AppendKey(out, first, name);
+      out->push_back('"');
+      out->append(Base64Encode(v.binary()));
+      out->push_back('"');
+      break;
+  }
+}
+
+bool Selected(const std::vector<std::string>* select, std::string_view name) {
+  if (select == nullptr) return true;
+  for (const auto& s : *select) {
+    if (s == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx, bool element,
+                      const std::vector<std::string>* select) {
+  bool first = true;
+  out->push_back('{');
+  if (element && ctx.level != Metadata::kNone) {
+    AppendKey(out, &first, "odata.metadata");
+    AppendJsonString(out, std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
+  }
+  std::string path;
+  if (ctx.level == Metadata::kFull) {
+    path = EntityPath(ctx.table, e.partition_key, e.row_key);
+    AppendKey(out, &first, "odata.type");
+    AppendJsonString(out, std::string(ctx.account) + "." + std::string(ctx.table));
+    AppendKey(out, &first, "odata.id");
+    AppendJsonString(out, std::string(ctx.base) + "/" + path);
+  }
+  if (ctx.level != Metadata::kNone) {
+    AppendKey(out, &first, "odata.etag");
+    AppendJsonString(out, ETagFor(e.timestamp));
+  }
+  if (ctx.level == Metadata::kFull) {
+    AppendKey(out, &first, "odata.editLink");
+    AppendJsonString(out, path);
+  }
+  if (Selected(select, "PartitionKey")) {
+    AppendKey(out, &first, "PartitionKey");
+    AppendJsonString(out, e.partition_key);
+  }
+  if (Selected(select, "RowKey")) {
+    AppendKey(out, &first, "RowKey");
+    AppendJsonString(out, e.row_key);
+  }
+  if (Selected(select, "Timestamp")) {
+    if (ctx.level == Metadata::kFull) AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
+    AppendKey(out, &first, "Timestamp");
+    out->push_back('"');
+    out->append(storage::FormatDateTime(e.timestamp));
+    out->push_back('"');
+  }
+  if (select == nullptr) {
+    for (const auto& p : e.properties) AppendValue(out, &first, p.name, p.value, ctx.level);
+  } else {
+    for (const auto& name : *select) {
+      if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp") continue;
+      const Value* v = e.Find(name);
+      if (v != nullptr) {
+        AppendValue(out, &first, name, *v, ctx.level);
+      } else {
+        AppendKey(out, &first, name);
+        out->append("null");
+      }
+    }
+  }
+  out->push_back('}');
+}
+
+void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element) {
+  bool first = true;
+  out->push_back('{');
+  if (element && ctx.level != Metadata::kNone) {
+    AppendKey(out, &first, "odata.metadata");
+    AppendJsonString(out, std::string(ctx.base) + "/$metadata#Tables/@Element");
+  }
+  if (ctx.level == Metadata::kFull) {
+    std::string path = "Tables('" + std::string(name) + "')";
+    AppendKey(out, &first, "odata.type");
+    AppendJsonString(out, std::string(ctx.account) + ".Tables");
+    AppendKey(out, &first, "odata.id");
+    AppendJsonString(out, std::string(ctx.base) + "/" + path);
+    AppendKey(out, &first, "odata.editLink");
+    AppendJsonString(out, path);
+  }
+  AppendKey(out, &first, "TableName");
+  AppendJsonString(out, name);
+  out->push_back('}');
+}
+
+}  // namespace cerulean::server

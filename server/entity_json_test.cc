@@ -1,0 +1,187 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "server/entity_json.h"
+#include "server/query_options.h"
+#include "server/router.h"
+#include "storage/edm_text.h"
+
+namespace cerulean::server {
+
+using storage::EdmType;
+using storage::Entity;
+using storage::Value;
+
+namespace {
+Entity MustParse(std::string_view body, bool keys = true) {
+  Entity e;
+  auto err = ParseEntityBody(body, keys, &e);
+  INFO(body);
+  REQUIRE_FALSE(err.has_value());
+  return e;
+}
+AzureError ParseError(std::string_view body, bool keys = true) {
+  Entity e;
+  auto err = ParseEntityBody(body, keys, &e);
+  INFO(body);
+  REQUIRE(err.has_value());
+  return err->error;
+}
+std::string Render(const Entity& e, Metadata level) {
+  std::string out;
+  JsonContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "orders", level};
+  AppendEntityJson(&out, e, ctx, false, nullptr);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("typing of unannotated and annotated values") {
+  Entity e = MustParse(
+      R"({"PartitionKey":"p","RowKey":"r","S":"x","B":true,"I":42,"Big":3000000000,"D":1.0,"E":1e3,)"
+      R"("L@odata.type":"Edm.Int64","L":"-9223372036854775808","T":"2024-12-01T00:00:00.1234567Z","T@odata.type":"Edm.DateTime",)"
+      R"("G@odata.type":"Edm.Guid","G":"C9DA6455-213D-42C9-9A79-3E9149A57833","Bin@odata.type":"Edm.Binary","Bin":"AQID",)"
+      R"("N@odata.type":"Edm.Double","N":"NaN","Inf@odata.type":"Edm.Double","Inf":"-Infinity","Z":null,)"
+      R"("I32@odata.type":"Edm.Int32","I32":"7","Timestamp":"ignored","odata.etag":"x"})");
+  CHECK(e.partition_key == "p");
+  CHECK(e.Find("S")->type() == EdmType::kString);
+  CHECK(e.Find("B")->boolean());
+  CHECK(e.Find("I")->int32() == 42);
+  CHECK(e.Find("Big")->type() == EdmType::kDouble);
+  CHECK(e.Find("D")->type() == EdmType::kDouble);
+  CHECK(e.Find("E")->dbl() == 1000.0);
+  CHECK(e.Find("L")->int64() == INT64_MIN);
+  CHECK(storage::FormatDateTime(e.Find("T")->ticks()) == "2024-12-01T00:00:00.1234567Z");
+  CHECK(storage::FormatGuid(e.Find("G")->guid()) == "c9da6455-213d-42c9-9a79-3e9149a57833");
+  CHECK(e.Find("Bin")->binary() == std::string("\x01\x02\x03"));
+  CHECK(std::isnan(e.Find("N")->dbl()));
+  CHECK(e.Find("Inf")->dbl() == -INFINITY);
+  CHECK(e.Find("Z") == nullptr);
+  CHECK(e.Find("I32")->int32() == 7);
+  CHECK(e.Find("Timestamp") == nullptr);
+}
+
+TEST_CASE("body errors") {
+  CHECK(ParseError("not json") == AzureError::kInvalidInput);
+  CHECK(ParseError("[1]") == AzureError::kInvalidInput);
+  CHECK(ParseError("\"str\"") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","O":{"a":1}})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p"})") == AzureError::kPropertiesNeedValue);
+  CHECK(ParseError(R"({"PartitionKey":null,"RowKey":"r"})") == AzureError::kPropertiesNeedValue);
+  CHECK(ParseError(R"({"PartitionKey":1,"RowKey":"r"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A":1,"A":2})") == AzureError::kDuplicatePropertiesSpecified);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Single","A":1})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int32","A":2147483648})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"+5"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Guid","A":"xyz"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Binary","A":"a-_b"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"0001-01-01T00:00:00Z"})") == AzureError::kOutOfRangeInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"2024-01-01T00:00:00.12345678Z"})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","1A":1})") == AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","a-b":1})") == AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","":1})") == AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p/q","RowKey":"r"})") == AzureError::kOutOfRangeInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"a#"})") == AzureError::kOutOfRangeInput);
+}
+
+TEST_CASE("size limits at their boundaries") {
+  std::string ok = R"({"PartitionKey":"p","RowKey":"r","S":")" + std::string(32768, 'a') + "\"}";
+  MustParse(ok);
+  std::string big = R"({"PartitionKey":"p","RowKey":"r","S":")" + std::string(32769, 'a') + "\"}";
+  CHECK(ParseError(big) == AzureError::kPropertyValueTooLarge);
+  std::string name(255, 'n');
+  MustParse(R"({"PartitionKey":"p","RowKey":"r",")" + name + "\":1}");
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r",")" + name + "n\":1}") == AzureError::kPropertyNameTooLong);
+  std::string many = R"({"PartitionKey":"p","RowKey":"r")";
+  for (int i = 0; i < 252; ++i) many += ",\"P" + std::to_string(i) + "\":1";
+  MustParse(many + "}");
+  CHECK(ParseError(many + ",\"Extra\":1}") == AzureError::kTooManyProperties);
+  CHECK(ParseError(R"({"PartitionKey":")" + std::string(1025, 'k') + R"(","RowKey":"r"})") ==
+        AzureError::kPropertyValueTooLarge);
+  MustParse(R"({"PartitionKey":")" + std::string(1024, 'k') + R"(","RowKey":""})");
+}
+
+TEST_CASE("rendering at each metadata level") {
+  Entity e = MustParse(R"({"PartitionKey":"p","RowKey":"r","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
+                       R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
+  e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
+  CHECK(Render(e, Metadata::kNone) ==
+        R"({"PartitionKey":"p","RowKey":"r","Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L":"5","N":"NaN","S":"x\"y"})");
+  CHECK(Render(e, Metadata::kMinimal) ==
+        R"({"odata.etag":"W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"","PartitionKey":"p","RowKey":"r",)"
+        R"("Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
+        R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
+  std::string full = Render(e, Metadata::kFull);
+  CHECK(full.find(R"("odata.type":"devstoreaccount1.orders")") != std::string::npos);
+  CHECK(full.find(R"x("odata.id":"http://127.0.0.1:10002/devstoreaccount1/orders(PartitionKey='p',RowKey='r')")x") != std::string::npos);
+  CHECK(full.find(R"x("odata.editLink":"orders(PartitionKey='p',RowKey='r')")x") != std::string::npos);
+  CHECK(full.find(R"("Timestamp@odata.type":"Edm.DateTime","Timestamp")") != std::string::npos);
+}
+
+TEST_CASE("select renders missing properties as null") {
+  Entity e = MustParse(R"({"PartitionKey":"p","RowKey":"r","A":1})");
+  std::vector<std::string> select{"A", "Missing", "RowKey"};
+  std::string out;
+  JsonContext ctx{"http://h/a", "a", "t", Metadata::kNone};
+  AppendEntityJson(&out, e, ctx, false, &select);
+  CHECK(out == R"({"RowKey":"r","A":1,"Missing":null})");
+}
+
+TEST_CASE("ETags") {
+  int64_t t = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
+  CHECK(ETagFor(t) == "W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"");
+  CHECK(ParseETag(ETagFor(t)) == t);
+  CHECK_FALSE(ParseETag("W/\"wrong\"").has_value());
+  CHECK_FALSE(ParseETag("W/\"datetime'2021-10-15T16%3A13%3A24.09143020Z'\"").has_value());
+}
+
+TEST_CASE("continuation tokens") {
+  CHECK(EncodeContinuation("Smith") == "1!8!U21pdGg-");
+  CHECK(EncodeContinuation("CabQuery") == "1!12!Q2FiUXVlcnk-");
+  CHECK(EncodeContinuation("") == "1!0!");
+  CHECK(DecodeContinuation("1!8!U21pdGg-") == "Smith");
+  CHECK(DecodeContinuation("1!0!") == "");
+  CHECK_FALSE(DecodeContinuation("garbage").has_value());
+  CHECK_FALSE(DecodeContinuation("1!9!U21pdGg-").has_value());
+}
+
+TEST_CASE("resource paths") {
+  ResourcePath p;
+  CHECK_FALSE(ParseResourcePath("/Tables", &p));
+  CHECK(p.kind == ResourceKind::kTables);
+  CHECK_FALSE(ParseResourcePath("/Tables('orders')", &p));
+  CHECK(p.kind == ResourceKind::kTable);
+  CHECK(p.table == "orders");
+  CHECK_FALSE(ParseResourcePath("/$batch", &p));
+  CHECK(p.kind == ResourceKind::kBatch);
+  CHECK_FALSE(ParseResourcePath("/orders()", &p));
+  CHECK(p.kind == ResourceKind::kEntities);
+  CHECK_FALSE(ParseResourcePath("/orders(PartitionKey='O''Brien',RowKey='')", &p));
+  CHECK(p.kind == ResourceKind::kEntity);
+  CHECK(p.partition_key == "O'Brien");
+  CHECK(p.row_key == "");
+  CHECK(ParseResourcePath("/orders(PartitionKey='a/b',RowKey='1')", &p)->error == AzureError::kInvalidInput);
+  CHECK(ParseResourcePath("/orders(PartitionKey='a#b',RowKey='1')", &p)->error == AzureError::kOutOfRangeInput);
+  CHECK(ParseResourcePath("/orders(RowKey='1',PartitionKey='a')", &p)->error == AzureError::kInvalidInput);
+  CHECK(ParseResourcePath("/orders/extra", &p)->error == AzureError::kInvalidUri);
+}
+
+TEST_CASE("format negotiation") {
+  Metadata m;
+  CHECK_FALSE(NegotiateFormat("", "application/json;odata=nometadata", "2019-02-02", &m));
+  CHECK(m == Metadata::kNone);
+  CHECK_FALSE(NegotiateFormat("application/json;odata=fullmetadata", "application/json", "2019-02-02", &m));
+  CHECK(m == Metadata::kFull);
+  CHECK_FALSE(NegotiateFormat("", "application/json; odata=minimalmetadata", "2019-02-02", &m));
+  CHECK(m == Metadata::kMinimal);
+  CHECK_FALSE(NegotiateFormat("", "application/json", "2019-02-02", &m));
+  CHECK(m == Metadata::kMinimal);
+  CHECK(NegotiateFormat("", "application/json;odata=verbose", "2019-02-02", &m)->error ==
+        AzureError::kJsonVerboseFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/atom+xml", "2019-02-02", &m)->error == AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "", "2019-02-02", &m)->error == AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m)->error == AzureError::kJsonFormatNotSupported);
+}
+
+}  // namespace cerulean::server

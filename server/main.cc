@@ -1,0 +1,195 @@
+// The composition root: parse the command line, pick the storage backend,
+// build the ServerContext, run the HTTP server until SIGINT/SIGTERM.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "server/cli.h"
+#include "server/fixtures.h"
+#include "server/listener.h"
+#include "server/logger.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "storage/sqlite_store.h"
+
+namespace {
+
+using namespace cerulean;
+
+storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::CliOptions& cli) {
+  storage::SqliteStoreOptions store_options;
+  if (cli.in_memory) {
+    store_options.in_memory = true;
+  } else {
+    store_options.path = (std::filesystem::path(cli.location) / "cerulean.sqlite").string();
+  }
+  return storage::SqliteStore::Open(store_options);
+}
+
+// Loads every *.jsonl file of `dir` into the default account.
+bool Seed(storage::Store& store, const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".jsonl") files.push_back(entry.path());
+  }
+  if (ec) {
+    std::fprintf(stderr, "cerulean: --seed %s: %s\n", dir.c_str(), ec.message().c_str());
+    return false;
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    size_t count = 0;
+    storage::Status s = server::ImportJsonLines(store, std::string(server::kDevAccount), in, &count);
+    if (!s.ok()) {
+      std::fprintf(stderr, "cerulean: --seed %s: %s\n", file.c_str(), s.ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// cerulean export|import|reset [--location DIR] [--account A] [--table T] [--file F]
+int RunTool(const std::string& command, const server::CliOptions& cli) {
+  auto store = OpenStore(cli);
+  if (!store.ok()) {
+    std::fprintf(stderr, "cerulean: cannot open storage: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  const std::string account = cli.account.empty() ? std::string(server::kDevAccount) : cli.account;
+  size_t count = 0;
+  storage::Status s;
+  if (command == "export") {
+    std::ofstream file;
+    if (!cli.file.empty()) file.open(cli.file);
+    std::ostream& out = cli.file.empty() ? std::cout : file;
+    s = server::ExportTables(**store, account, cli.tables, out, &count);
+    if (s.ok()) std::fprintf(stderr, "exported %zu entities\n", count);
+  } else if (command == "import") {
+    std::ifstream file;
+    if (!cli.file.empty()) file.open(cli.file);
+    if (!cli.file.empty() && !file) {
+      std::fprintf(stderr, "cerulean: cannot read %s\n", cli.file.c_str());
+      return 1;
+    }
+    std::istream& in = cli.file.empty() ? std::cin : file;
+    s = server::ImportJsonLines(**store, account, in, &count);
+    if (s.ok()) std::fprintf(stderr, "imported %zu entities\n", count);
+  } else {
+    s = (*store)->ResetAccount(account);
+    if (s.ok()) std::fprintf(stderr, "reset account %s\n", account.c_str());
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "cerulean %s: %s\n", command.c_str(), s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int Serve(const server::CliOptions& cli) {
+  server::ServerContext ctx;
+  if (!ctx.accounts.AddDefault()) return 1;
+  if (const char* spec = std::getenv("AZURITE_ACCOUNTS"); spec != nullptr && *spec != '\0') {
+    std::string error;
+    if (!ctx.accounts.AddFromSpec(spec, &error)) {
+      std::fprintf(stderr, "cerulean: AZURITE_ACCOUNTS: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  auto store = OpenStore(cli);
+  if (!store.ok()) {
+    std::fprintf(stderr, "cerulean: cannot open storage: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  ctx.store = store->get();
+  if (!cli.seed_dir.empty() && !Seed(*ctx.store, cli.seed_dir)) return 1;
+  ctx.options.loose = cli.loose;
+  ctx.options.skip_api_version_check = cli.skip_api_version_check;
+  ctx.options.force_path_style = cli.disable_product_style_url;
+  server::Metrics metrics;
+  server::Logger logger;
+  if (!logger.Open(!cli.silent, cli.json_log, cli.debug_file)) {
+    std::fprintf(stderr, "cerulean: cannot open debug log %s\n", cli.debug_file.c_str());
+    return 1;
+  }
+  ctx.metrics = &metrics;
+  ctx.logger = &logger;
+
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  boost::asio::io_context ioc(static_cast<int>(threads));
+  auto listener = std::make_shared<server::Listener>(ioc, ctx);
+  if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
+    std::fprintf(stderr, "cerulean: %s\n", err.c_str());
+    return 1;
+  }
+  listener->Run();
+
+  // Graceful shutdown: stop accepting, let in-flight requests finish (up to
+  // a few seconds), then stop; the store checkpoints when destroyed.
+  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  boost::asio::steady_timer drain(ioc);
+  auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
+  std::function<void()> wait_drained = [&] {
+    if (server::InFlightRequests() == 0 || std::chrono::steady_clock::now() > *deadline) {
+      ioc.stop();
+      return;
+    }
+    drain.expires_after(std::chrono::milliseconds(10));
+    drain.async_wait([&](boost::system::error_code) { wait_drained(); });
+  };
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    listener->Stop();
+    server::RequestSessionsClose();
+    *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    wait_drained();
+  });
+
+  std::string host = cli.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  std::printf("Cerulean Table service is successfully listening at http://%s:%u\n", host.c_str(), listener->port());
+  std::fflush(stdout);
+
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  server::CliOptions cli;
+  std::string command;
+  if (argc > 1 && (std::string_view(argv[1]) == "export" || std::string_view(argv[1]) == "import" ||
+                   std::string_view(argv[1]) == "reset")) {
+    command = argv[1];
+    --argc;
+    ++argv;
+    argv[0] = const_cast<char*>("cerulean");
+  }
+  if (auto err = server::ParseCli(argc, argv, &cli)) {
+    std::fprintf(stderr, "cerulean: %s\n\n%s", err->c_str(), cli.help_text.c_str());
+    return 2;
+  }
+  if (cli.help) {
+    std::printf("%s", cli.help_text.c_str());
+    return 0;
+  }
+  if (cli.version) {
+    std::printf("cerulean %s\n", CERULEAN_VERSION);
+    return 0;
+  }
+  if (!command.empty()) return RunTool(command, cli);
+  return Serve(cli);
+}

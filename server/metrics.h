@@ -1,0 +1,33 @@
+// Request counters and a latency histogram, exported in Prometheus text
+// format on /_metrics.
+// Thread-safety: Record and Render may be called concurrently.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace cerulean::server {
+
+struct Request;
+
+class Metrics {
+ public:
+  void Record(const Request& req, int status, double ms);
+  // Prometheus exposition text of everything recorded so far.
+  std::string Render() const;
+
+  static constexpr std::array<double, 12> kBucketsMs = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (operation, status)
+  std::array<uint64_t, kBucketsMs.size() + 1> buckets_{};
+  double sum_ms_ = 0;
+  uint64_t count_ = 0;
+};
+
+}  // namespace cerulean::server

@@ -1,0 +1,288 @@
+// Entity group transactions ($batch, batch.md): parse the multipart body,
+// check the change set's structure, apply all writes atomically through
+// Store::Apply, and answer with a multipart response.
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include "server/batch_multipart.h"
+#include "server/operations/operations.h"
+#include "server/router.h"
+#include "server/text.h"
+
+namespace cerulean::server {
+
+namespace {
+
+constexpr size_t kMaxBatchOperations = 100;
+
+// One change set operation after parsing.
+struct BatchOp {
+  Operation op = Operation::kInsertEntity;
+  ResourcePath path;
+  std::string base;  // base URL of the inner request, for Location
+  Metadata format = Metadata::kMinimal;
+  bool json_errors = true;
+  std::string prefer;
+  storage::WriteOp write;
+};
+
+// A failure to report as the single sub-response.
+struct BatchFailure {
+  size_t index = 0;
+  ErrorReply error;
+};
+
+// Splits an inner URL into its base and the decoded resource part.
+std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view url, std::string* base,
+                                          ResourcePath* path) {
+  const ErrorReply invalid(AzureError::kInvalidInput);
+  std::string_view encoded_path;
+  std::string scheme_host;
+  boost::urls::url_view view;
+  if (url.starts_with("/")) {
+    auto parsed = boost::urls::parse_origin_form(url);
+    if (!parsed) return invalid;
+    view = *parsed;
+  } else {
+    auto parsed = boost::urls::parse_absolute_uri(url);
+    if (!parsed) return invalid;
+    view = *parsed;
+    scheme_host = std::string(view.scheme()) + "://" + std::string(view.encoded_host_and_port());
+  }
+  encoded_path = std::string_view(view.encoded_path().data(), view.encoded_path().size());
+  // Path-style: drop the account segment when it names this account.
+  std::string_view rest = encoded_path;
+  if (rest.starts_with("/")) rest.remove_prefix(1);
+  size_t slash = rest.find('/');
+  std::string_view first = rest.substr(0, slash);
+  auto first_decoded = PercentDecode(first);
+  std::string_view resource = encoded_path;
+  std::string prefix;
+  if (first_decoded && slash != std::string_view::npos &&
+      (IEquals(*first_decoded, req.account) || IEquals(*first_decoded, req.account + "-secondary"))) {
+    resource = rest.substr(slash);
+    prefix = "/" + std::string(first);
+  }
+  *base = scheme_host.empty() ? req.base : scheme_host + prefix;
+  auto decoded = PercentDecode(resource);
+  if (!decoded) return invalid;
+  return ParseResourcePath(*decoded, path);
+}
+
+std::vector<std::pair<std::string, std::string>> CommonSubHeaders() {
+  return {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-cache"}};
+}
+
+BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const BatchOp* op, const BatchFailure& f) {
+  const ErrorInfo& info = Describe(f.error.error);
+  BatchSubResponse sub;
+  sub.status = info.status;
+  if (part) sub.content_id = part->content_id;
+  sub.headers = CommonSubHeaders();
+  if (op && (op->prefer == "return-content" || op->prefer == "return-no-content")) {
+    sub.headers.emplace_back("Preference-Applied", op->prefer);
+  }
+  sub.headers.emplace_back("DataServiceVersion", "3.0;");
+  std::string message = std::to_string(f.index) + ":" + std::string(f.error.Message());
+  if (op == nullptr || op->json_errors) {
+    sub.headers.emplace_back("Content-Type", std::string(JsonContentType(op ? op->format : Metadata::kMinimal)));
+    sub.body = JsonErrorBody(info.code, message, req.request_id);
+  } else {
+    sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
+    sub.body = XmlErrorBody(info.code, message, req.request_id);
+  }
+  return sub;
+}
+
+HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubResponse>& subs, bool changeset) {
+  HttpResponse res = MakeResponse(req, http::status::accepted);
+  std::string content_type;
+  res.body() = SerializeBatchResponse(subs, changeset, &content_type);
+  res.set(http::field::content_type, content_type);
+  return res;
+}
+
+// The read-only batch: one GET of one entity.
+HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const BatchPart& part) {
+  BatchOp op;
+  Metadata format = Metadata::kMinimal;
+  bool json = true;
+  if (auto accept = part.Header("Accept")) {
+    json = NegotiateFormat("", *accept, req.version, &format) == std::nullopt;
+  }
+  op.format = format;
+  op.json_errors = json;
+  if (auto err = ResolveInnerUrl(req, part.url, &op.base, &op.path); err || op.path.kind != ResourceKind::kEntity) {
+    return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
+  }
+  if (auto err = Authorize(req, Operation::kGetEntity, op.path.table)) return ErrorResponse(req, *err);
+  std::vector<BatchSubResponse> subs;
+  auto entity = ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
+  if (!entity.ok() || !req.grant.InRange(op.path.partition_key, op.path.row_key)) {
+    ErrorReply e = entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
+    subs.push_back(ErrorSub(req, &part, &op, BatchFailure{0, e}));
+    // A retrieve's error carries no index prefix.
+    subs.back().body = op.json_errors ? JsonErrorBody(Describe(e.error).code, e.Message(), req.request_id)
+                                      : XmlErrorBody(Describe(e.error).code, e.Message(), req.request_id);
+    return MultipartResponse(req, subs, false);
+  }
+  BatchSubResponse sub;
+  sub.status = 200;
+  sub.content_id = part.content_id;
+  sub.headers = CommonSubHeaders();
+  sub.headers.emplace_back("DataServiceVersion", "3.0;");
+  sub.headers.emplace_back("Content-Type", std::string(JsonContentType(format)));
+  sub.headers.emplace_back("ETag", ETagFor(entity->timestamp));
+  JsonContext jc{op.base, req.account, op.path.table, format};
+  AppendEntityJson(&sub.body, *entity, jc, true, nullptr);
+  subs.push_back(std::move(sub));
+  return MultipartResponse(req, subs, false);
+}
+
+// Parses change set part `i` into `op`.
+std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part, BatchOp* op) {
+  if (auto accept = part.Header("Accept")) {
+    op->json_errors = NegotiateFormat("", *accept, req.version, &op->format) == std::nullopt;
+  } else {
+    op->json_errors = false;
+  }
+  op->prefer = std::string(part.Header("Prefer").value_or(""));
+  if (auto err = ResolveInnerUrl(req, part.url, &op->base, &op->path)) return err;
+  std::string method = part.method;
+  if (auto tunnel = part.Header("X-HTTP-Method")) {
+    if (method != "POST") return ErrorReply(AzureError::kXMethodNotUsingPost);
+    method = std::string(Trim(*tunnel));
+    if (method != "MERGE" && method != "PUT" && method != "DELETE" && method != "PATCH") {
+      return ErrorReply(AzureError::kXMethodIncorrectValue);
+    }
+  }
+  auto if_match = part.Header("If-Match");
+  const ResourcePath& p = op->path;
+  if (p.kind == ResourceKind::kEntities && method == "POST") {
+    op->op = Operation::kInsertEntity;
+  } else if (p.kind == ResourceKind::kEntity && method == "PUT") {
+    op->op = if_match ? Operation::kUpdateEntity : Operation::kInsertOrReplace;
+  } else if (p.kind == ResourceKind::kEntity && (method == "MERGE" || method == "PATCH")) {
+    op->op = if_match ? Operation::kMergeEntity : Operation::kInsertOrMerge;
+  } else if (p.kind == ResourceKind::kEntity && method == "DELETE") {
+    op->op = Operation::kDeleteEntity;
+  } else {
+    return ErrorReply(AzureError::kInvalidInput);
+  }
+  return BuildWriteOp(op->op, p, if_match, part.body, &op->write);
+}
+
+}  // namespace
+
+HttpResponse Batch(const ServerContext& ctx, Request& req) {
+  auto parsed = ParseBatch(Header(req.http, "Content-Type"), req.http.body());
+  if (!parsed.ok()) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
+  if (!parsed->changeset) return SingleRetrieve(ctx, req, parsed->parts.front());
+
+  const std::vector<BatchPart>& parts = parsed->parts;
+  if (parts.empty()) {
+    BatchSubResponse sub;
+    sub.status = 400;
+    sub.headers = CommonSubHeaders();
+    sub.headers.emplace_back("DataServiceVersion", "1.0;");
+    sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
+    sub.body = XmlErrorBody("InvalidInput", "An error occurred while processing this request.", req.request_id);
+    return MultipartResponse(req, {sub}, true);
+  }
+  std::vector<BatchOp> ops(std::min(parts.size(), kMaxBatchOperations));
+  std::optional<BatchFailure> failure;
+  if (parts.size() > kMaxBatchOperations) {
+    failure = BatchFailure{kMaxBatchOperations - 1,
+                           ErrorReply(AzureError::kInvalidInput,
+                                      "The batch request operation exceeds the maximum 100 changes per change set.")};
+  }
+  for (size_t i = 0; i < ops.size() && !failure; ++i) {
+    BatchOp& op = ops[i];
+    if (auto err = ParseChangesetPart(req, parts[i], &op)) {
+      failure = BatchFailure{i, *err};
+      break;
+    }
+    const storage::Entity& e = op.write.entity;
+    if (!IEquals(op.path.table, ops[0].path.table)) {
+      failure = BatchFailure{i, ErrorReply(AzureError::kInvalidInput)};
+    } else if (e.partition_key != ops[0].write.entity.partition_key) {
+      failure = BatchFailure{i, ErrorReply(AzureError::kCommandsInBatchActOnDifferentPartitions)};
+    } else if (auto err = Authorize(req, op.op, op.path.table)) {
+      failure = BatchFailure{i, *err};
+    } else if (!req.grant.InRange(e.partition_key, e.row_key)) {
+      failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure)};
+    } else {
+      for (size_t j = 0; j < i; ++j) {
+        if (ops[j].write.entity.row_key == e.row_key) {
+          failure = BatchFailure{i, ErrorReply(AzureError::kInvalidDuplicateRow)};
+          break;
+        }
+      }
+    }
+  }
+  if (failure) {
+    size_t i = failure->index;
+    const BatchOp* op = i < ops.size() ? &ops[i] : nullptr;
+    // An operation may be invalid in a table that does not exist: the table
+    // error wins, as for single operations.
+    auto table = ctx.store->GetTable(req.account, ops[0].path.table);
+    if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
+      failure = BatchFailure{0, ErrorReply(AzureError::kTableNotFound)};
+      i = 0;
+      op = &ops[0];
+    }
+    return MultipartResponse(req, {ErrorSub(req, i < parts.size() ? &parts[i] : nullptr, op, *failure)}, true);
+  }
+
+  std::vector<storage::WriteOp> writes;
+  writes.reserve(ops.size());
+  for (auto& op : ops) writes.push_back(std::move(op.write));
+  storage::ApplyResult applied;
+  storage::ApplyError apply_error;
+  storage::Status s = ctx.store->Apply(req.account, ops[0].path.table, writes, &applied, &apply_error);
+  if (!s.ok()) {
+    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption) {
+      return ErrorResponse(req, FromStatus(s));
+    }
+    size_t i = apply_error.index < ops.size() ? apply_error.index : 0;
+    return MultipartResponse(req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
+  }
+
+  std::vector<BatchSubResponse> subs;
+  subs.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const BatchOp& op = ops[i];
+    const storage::Entity& e = writes[i].entity;
+    int64_t ts = applied.timestamps[i];
+    BatchSubResponse sub;
+    sub.content_id = parts[i].content_id;
+    sub.headers = CommonSubHeaders();
+    if (op.op == Operation::kInsertEntity) {
+      std::string location = op.base + "/" + EntityPath(op.path.table, e.partition_key, e.row_key);
+      bool no_content = op.prefer == "return-no-content";
+      sub.status = no_content ? 204 : 201;
+      if (!op.prefer.empty() && (no_content || op.prefer == "return-content")) {
+        sub.headers.emplace_back("Preference-Applied", op.prefer);
+      }
+      sub.headers.emplace_back("DataServiceVersion", "3.0;");
+      if (!no_content) sub.headers.emplace_back("Content-Type", std::string(JsonContentType(op.format)));
+      sub.headers.emplace_back("Location", location);
+      sub.headers.emplace_back("DataServiceId", location);
+      sub.headers.emplace_back("ETag", ETagFor(ts));
+      if (!no_content) {
+        storage::Entity stored = e;
+        stored.timestamp = ts;
+        JsonContext jc{op.base, req.account, op.path.table, op.format};
+        AppendEntityJson(&sub.body, stored, jc, true, nullptr);
+      }
+    } else {
+      sub.status = 204;
+      sub.headers.emplace_back("DataServiceVersion", "1.0;");
+      if (op.op != Operation::kDeleteEntity) sub.headers.emplace_back("ETag", ETagFor(ts));
+    }
+    subs.push_back(std::move(sub));
+  }
+  return MultipartResponse(req, subs, true);
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,221 @@
+// Entity operations: Query Entities, Get Entity, Insert, Update, Merge,
+// Delete and the upserts.
+#include "odata/query.h"
+#include "server/operations/operations.h"
+#include "server/query_options.h"
+#include "server/text.h"
+
+namespace cerulean::server {
+
+namespace {
+
+// Rows a page may examine before it is cut short with a continuation
+// (query.md §6.1: bounds the work of a filter that matches little).
+constexpr size_t kMaxExaminedPerPage = 200'000;
+
+bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
+  bool bad = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c == '/' || c == '\\') *slash = true;
+    if (c == '#' || c == '?' || c < 0x20 || c == 0x7F) bad = true;
+    if (c == 0xC2 && i + 1 < v.size()) {
+      unsigned char n = static_cast<unsigned char>(v[i + 1]);
+      if (n >= 0x80 && n <= 0x9F) bad = true;
+    }
+  }
+  return bad;
+}
+
+// If-Match of an update/merge/delete: nullopt for "*", else the ETag's ticks
+// (-1 for a weak ETag this server never produced: it matches nothing).
+std::optional<ErrorReply> ParseIfMatch(std::string_view value, std::optional<int64_t>* out) {
+  value = Trim(value);
+  if (value == "*") {
+    *out = std::nullopt;
+    return std::nullopt;
+  }
+  if (value.size() >= 4 && value.starts_with("W/\"") && value.ends_with("\"")) {
+    *out = ParseETag(value).value_or(-1);
+    return std::nullopt;
+  }
+  return ErrorReply(AzureError::kInvalidInput,
+                    "The etag value '" + std::string(value) +
+                        "' specified in one of the request headers is not valid. Please make sure only one "
+                        "etag value is specified and is valid.");
+}
+
+JsonContext EntityJsonContext(const Request& req) {
+  return JsonContext{req.base, req.account, req.path.table, req.format};
+}
+
+// A body error is reported only if the table exists (operations.md §0.1:
+// table existence is checked before the body).
+HttpResponse BodyError(const ServerContext& ctx, const Request& req, const ErrorReply& err) {
+  auto table = ctx.store->GetTable(req.account, req.path.table);
+  if (!table.ok()) return ErrorResponse(req, FromStatus(table.status()));
+  return ErrorResponse(req, err);
+}
+
+}  // namespace
+
+std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
+  for (const std::string* key : {&path.partition_key, &path.row_key}) {
+    bool slash = false;
+    bool bad = HasForbiddenUrlKeyChar(*key, &slash);
+    if (slash) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+    if (bad || storage::Utf16Length(*key) > 1024) return ErrorReply(AzureError::kOutOfRangeInput);
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
+                                       std::optional<std::string_view> if_match, std::string_view body,
+                                       storage::WriteOp* out) {
+  using storage::WriteKind;
+  switch (op) {
+    case Operation::kInsertEntity: out->kind = WriteKind::kInsert; break;
+    case Operation::kUpdateEntity: out->kind = WriteKind::kUpdate; break;
+    case Operation::kMergeEntity: out->kind = WriteKind::kMerge; break;
+    case Operation::kDeleteEntity: out->kind = WriteKind::kDelete; break;
+    case Operation::kInsertOrReplace: out->kind = WriteKind::kInsertOrReplace; break;
+    case Operation::kInsertOrMerge: out->kind = WriteKind::kInsertOrMerge; break;
+    default: return ErrorReply(AzureError::kInvalidInput);
+  }
+  if (op == Operation::kUpdateEntity || op == Operation::kMergeEntity || op == Operation::kDeleteEntity) {
+    if (!if_match) {
+      // Update/Merge without If-Match were routed to the upserts; only a
+      // delete can get here without one.
+      return ErrorReply(AzureError::kInvalidInput, "If-Match header is mandatory when deleting an entity.");
+    }
+    if (auto err = ParseIfMatch(*if_match, &out->if_match)) return err;
+  }
+  if (op != Operation::kDeleteEntity) {
+    if (auto err = ParseEntityBody(body, op == Operation::kInsertEntity, &out->entity)) return err;
+  }
+  if (op != Operation::kInsertEntity) {
+    out->entity.partition_key = path.partition_key;
+    out->entity.row_key = path.row_key;
+  }
+  return std::nullopt;
+}
+
+HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
+  QueryOptions opts;
+  if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  odata::QueryPlan plan = odata::Compile(opts.filter.get());
+  storage::ScanRequest scan;
+  scan.ranges = std::move(plan.ranges);
+  scan.limit = opts.top;
+  scan.max_examined = kMaxExaminedPerPage;
+  if (opts.next_partition_key) {
+    scan.start = storage::EntityKey{*opts.next_partition_key, opts.next_row_key.value_or("")};
+  }
+  const AuthGrant& grant = req.grant;
+  std::shared_ptr<const odata::Filter> residual = plan.residual;
+  if (residual || grant.HasRange()) {
+    scan.predicate = [residual, &grant](const storage::Entity& e) {
+      if (!grant.InRange(e.partition_key, e.row_key)) return false;
+      return !residual || odata::Matches(*residual, e);
+    };
+  }
+  storage::ScanResult result;
+  storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
+  if (!s.ok()) return ErrorResponse(req, FromStatus(s));
+
+  JsonContext jc = EntityJsonContext(req);
+  const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
+  std::string body;
+  body.reserve(256 + result.entities.size() * 512);
+  body += '{';
+  if (req.format != Metadata::kNone) {
+    body += "\"odata.metadata\":";
+    AppendJsonString(&body, req.base + "/$metadata#" + req.path.table);
+    body += ',';
+  }
+  body += "\"value\":[";
+  for (size_t i = 0; i < result.entities.size(); ++i) {
+    if (i) body += ',';
+    AppendEntityJson(&body, result.entities[i], jc, false, select);
+  }
+  body += "]}";
+  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  if (result.next) {
+    res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(result.next->partition_key));
+    res.set("x-ms-continuation-NextRowKey", EncodeContinuation(result.next->row_key));
+  }
+  return res;
+}
+
+HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
+  QueryOptions opts;
+  if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  if (!req.grant.InRange(req.path.partition_key, req.path.row_key)) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+  }
+  auto entity = ctx.store->GetEntity(req.account, req.path.table, req.path.partition_key, req.path.row_key);
+  if (!entity.ok()) return ErrorResponse(req, FromStatus(entity.status()));
+  std::string body;
+  body.reserve(768);
+  AppendEntityJson(&body, *entity, EntityJsonContext(req), true, opts.select ? &*opts.select : nullptr);
+  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  res.set(http::field::etag, ETagFor(entity->timestamp));
+  return res;
+}
+
+HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
+  if (req.http.find(http::field::if_none_match) != req.http.end()) {
+    bool both = req.http.find(http::field::if_match) != req.http.end();
+    return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput,
+                                         both ? "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. Please specify either one of the headers or none of them."
+                                              : std::string("If-None-Match HTTP header cannot be specified for ") +
+                                                    (req.op == Operation::kDeleteEntity ? "DELETE" : "PUT") +
+                                                    " operations."));
+  }
+  std::optional<std::string_view> if_match;
+  if (auto it = req.http.find(http::field::if_match); it != req.http.end()) {
+    if_match = std::string_view(it->value().data(), it->value().size());
+  }
+
+  storage::WriteOp op;
+  if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), &op)) return BodyError(ctx, req, *err);
+  if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+  }
+  std::vector<storage::WriteOp> ops;
+  ops.push_back(std::move(op));
+  storage::ApplyResult applied;
+  storage::ApplyError failure;
+  storage::Status s = ctx.store->Apply(req.account, req.path.table, ops, &applied, &failure);
+  if (!s.ok()) return ErrorResponse(req, FromStatus(s));
+
+  const storage::Entity& entity = ops[0].entity;
+  int64_t ts = applied.timestamps.empty() ? 0 : applied.timestamps[0];
+  if (req.op == Operation::kDeleteEntity) return MakeResponse(req, http::status::no_content);
+  if (req.op != Operation::kInsertEntity) {
+    HttpResponse res = MakeResponse(req, http::status::no_content);
+    res.set(http::field::etag, ETagFor(ts));
+    return res;
+  }
+  std::string location = req.base + "/" + EntityPath(req.path.table, entity.partition_key, entity.row_key);
+  std::string_view prefer = Header(req.http, "Prefer");
+  if (prefer == "return-no-content") {
+    HttpResponse res = MakeResponse(req, http::status::no_content);
+    res.set(http::field::etag, ETagFor(ts));
+    res.set(http::field::location, location);
+    res.set("DataServiceId", location);
+    res.set("Preference-Applied", "return-no-content");
+    return res;
+  }
+  storage::Entity stored = entity;
+  stored.timestamp = ts;
+  std::string body;
+  AppendEntityJson(&body, stored, EntityJsonContext(req), true, nullptr);
+  HttpResponse res = JsonResponse(req, http::status::created, std::move(body));
+  res.set(http::field::etag, ETagFor(ts));
+  res.set(http::field::location, location);
+  if (prefer == "return-content") res.set("Preference-Applied", "return-content");
+  return res;
+}
+
+}  // namespace cerulean::server

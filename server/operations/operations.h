@@ -1,0 +1,45 @@
+// Operation handlers: plain functions from a routed, authenticated Request to
+// a Response, testable without sockets.
+// Thread-safety: handlers may run concurrently; they share only the Store.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/request.h"
+
+namespace cerulean::server {
+
+HttpResponse QueryTables(const ServerContext& ctx, Request& req);
+HttpResponse GetTable(const ServerContext& ctx, Request& req);
+HttpResponse CreateTable(const ServerContext& ctx, Request& req);
+HttpResponse DeleteTable(const ServerContext& ctx, Request& req);
+HttpResponse GetTableAcl(const ServerContext& ctx, Request& req);
+HttpResponse SetTableAcl(const ServerContext& ctx, Request& req);
+
+HttpResponse QueryEntities(const ServerContext& ctx, Request& req);
+HttpResponse GetEntity(const ServerContext& ctx, Request& req);
+// Insert, Update, Merge, Delete and the upserts (req.op says which).
+HttpResponse WriteEntity(const ServerContext& ctx, Request& req);
+
+HttpResponse Batch(const ServerContext& ctx, Request& req);
+
+HttpResponse GetServiceProperties(const ServerContext& ctx, Request& req);
+HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req);
+HttpResponse GetServiceStats(const ServerContext& ctx, Request& req);
+
+// Validates a table name for Create Table.
+std::optional<ErrorReply> ValidateTableName(std::string_view name);
+
+// Builds the storage write of an entity operation from its parts (shared by
+// single requests and batches). `body` is ignored for deletes.
+// `if_match` is nullopt when the header is absent.
+std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
+                                       std::optional<std::string_view> if_match, std::string_view body,
+                                       storage::WriteOp* out);
+
+// Validates URL keys (operations.md §4.1).
+std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path);
+
+}  // namespace cerulean::server

@@ -1,0 +1,140 @@
+// Table operations: Query Tables, Get Table, Create Table, Delete Table, and
+// the table ACL.
+#include "server/operations/operations.h"
+#include "server/query_options.h"
+#include "server/text.h"
+
+namespace cerulean::server {
+
+namespace {
+
+JsonContext TableJsonContext(const Request& req) {
+  return JsonContext{req.base, req.account, "Tables", req.format};
+}
+
+HttpResponse StatusError(const Request& req, const storage::Status& s) {
+  return ErrorResponse(req, FromStatus(s));
+}
+
+}  // namespace
+
+std::optional<ErrorReply> ValidateTableName(std::string_view name) {
+  if (IEquals(name, "tables")) return ErrorReply(AzureError::kInvalidInput);
+  bool chars_ok = !name.empty() && ((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z'));
+  for (char c : name) {
+    chars_ok &= (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  }
+  if (!chars_ok) return ErrorReply(AzureError::kInvalidResourceName);
+  if (name.size() < 3 || name.size() > 63) return ErrorReply(AzureError::kOutOfRangeInput,
+                                                             "The specified resource name length is not within the permissible limits.");
+  return std::nullopt;
+}
+
+HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
+  QueryOptions opts;
+  if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  if (opts.select) {
+    for (const auto& name : *opts.select) {
+      if (name != "TableName") return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
+    }
+  }
+  std::vector<std::string> names;
+  std::optional<std::string> next;
+  storage::Status s = ctx.store->ScanTables(
+      req.account, opts.next_table_name.value_or(""), [&](const std::string& name) {
+        if (opts.filter && !odata::MatchesTable(*opts.filter, name)) return true;
+        if (names.size() == opts.top) {
+          next = name;
+          return false;
+        }
+        names.push_back(name);
+        return true;
+      });
+  if (!s.ok()) return StatusError(req, s);
+  JsonContext jc = TableJsonContext(req);
+  std::string body = "{";
+  if (req.format != Metadata::kNone) {
+    body += "\"odata.metadata\":";
+    AppendJsonString(&body, req.base + "/$metadata#Tables");
+    body += ',';
+  }
+  body += "\"value\":[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) body += ',';
+    AppendTableJson(&body, names[i], jc, false);
+  }
+  body += "]}";
+  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  if (next) res.set("x-ms-continuation-NextTableName", EncodeContinuation(*next));
+  return res;
+}
+
+HttpResponse GetTable(const ServerContext& ctx, Request& req) {
+  auto name = ctx.store->GetTable(req.account, req.path.table);
+  if (!name.ok()) {
+    if (name.status().code() == storage::StatusCode::kTableNotFound) {
+      return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
+    }
+    return StatusError(req, name.status());
+  }
+  std::string body;
+  AppendTableJson(&body, *name, TableJsonContext(req), true);
+  return JsonResponse(req, http::status::ok, std::move(body));
+}
+
+HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
+  std::string name;
+  if (auto err = ParseTableBody(req.http.body(), &name)) return ErrorResponse(req, *err);
+  if (auto err = ValidateTableName(name)) return ErrorResponse(req, *err);
+  storage::Status s = ctx.store->CreateTable(req.account, name);
+  if (!s.ok()) return StatusError(req, s);
+  std::string location = req.base + "/Tables('" + name + "')";
+  std::string_view prefer = Header(req.http, "Prefer");
+  if (prefer == "return-no-content") {
+    HttpResponse res = MakeResponse(req, http::status::no_content);
+    res.set(http::field::location, location);
+    res.set("DataServiceId", location);
+    res.set("Preference-Applied", "return-no-content");
+    return res;
+  }
+  std::string body;
+  AppendTableJson(&body, name, TableJsonContext(req), true);
+  HttpResponse res = JsonResponse(req, http::status::created, std::move(body));
+  res.set(http::field::location, location);
+  if (prefer == "return-content") res.set("Preference-Applied", "return-content");
+  return res;
+}
+
+HttpResponse DeleteTable(const ServerContext& ctx, Request& req) {
+  storage::Status s = ctx.store->DeleteTable(req.account, req.path.table);
+  if (!s.ok()) {
+    if (s.code() == storage::StatusCode::kTableNotFound || s.code() == storage::StatusCode::kNotFound) {
+      return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
+    }
+    return StatusError(req, s);
+  }
+  return MakeResponse(req, http::status::no_content);
+}
+
+HttpResponse GetTableAcl(const ServerContext& ctx, Request& req) {
+  req.xml_errors = true;
+  auto acl = ctx.store->GetTableAcl(req.account, req.path.table);
+  if (!acl.ok()) return StatusError(req, acl.status());
+  std::vector<AccessPolicy> policies;
+  if (!acl->empty() && ParseAclXml(*acl, &policies)) policies.clear();
+  HttpResponse res = MakeResponse(req, http::status::ok);
+  res.set(http::field::content_type, "application/xml");
+  res.body() = AclToXml(policies);
+  return res;
+}
+
+HttpResponse SetTableAcl(const ServerContext& ctx, Request& req) {
+  req.xml_errors = true;
+  std::vector<AccessPolicy> policies;
+  if (auto err = ParseAclXml(req.http.body(), &policies)) return ErrorResponse(req, *err);
+  storage::Status s = ctx.store->SetTableAcl(req.account, req.path.table, AclToXml(policies));
+  if (!s.ok()) return StatusError(req, s);
+  return MakeResponse(req, http::status::no_content);
+}
+
+}  // namespace cerulean::server

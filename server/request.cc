@@ -1,0 +1,84 @@
+#include "server/request.h"
+
+#include "server/text.h"
+
+namespace cerulean::server {
+
+std::optional<std::string_view> QueryParams::Get(std::string_view name) const {
+  for (const auto& [k, v] : params_) {
+    if (k == name) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+size_t QueryParams::Count(std::string_view name) const {
+  size_t n = 0;
+  for (const auto& [k, v] : params_) n += k == name;
+  return n;
+}
+
+std::string_view OperationName(Operation op) {
+  switch (op) {
+    case Operation::kQueryTables: return "QueryTables";
+    case Operation::kGetTable: return "GetTable";
+    case Operation::kCreateTable: return "CreateTable";
+    case Operation::kDeleteTable: return "DeleteTable";
+    case Operation::kQueryEntities: return "QueryEntities";
+    case Operation::kGetEntity: return "GetEntity";
+    case Operation::kInsertEntity: return "InsertEntity";
+    case Operation::kUpdateEntity: return "UpdateEntity";
+    case Operation::kMergeEntity: return "MergeEntity";
+    case Operation::kDeleteEntity: return "DeleteEntity";
+    case Operation::kInsertOrReplace: return "InsertOrReplaceEntity";
+    case Operation::kInsertOrMerge: return "InsertOrMergeEntity";
+    case Operation::kBatch: return "Batch";
+    case Operation::kGetTableAcl: return "GetTableAcl";
+    case Operation::kSetTableAcl: return "SetTableAcl";
+    case Operation::kGetServiceProperties: return "GetServiceProperties";
+    case Operation::kSetServiceProperties: return "SetServiceProperties";
+    case Operation::kGetServiceStats: return "GetServiceStats";
+    case Operation::kPreflight: return "Preflight";
+    case Operation::kResetAccount: return "ResetAccount";
+  }
+  return "Unknown";
+}
+
+std::string_view Header(const HttpRequest& req, std::string_view name) {
+  auto it = req.find(boost::beast::string_view(name.data(), name.size()));
+  if (it == req.end()) return {};
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+HttpResponse MakeResponse(const Request& req, http::status status) {
+  HttpResponse res{status, req.http.version()};
+  return res;
+}
+
+HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
+  const ErrorInfo& info = Describe(error.error);
+  HttpResponse res{static_cast<http::status>(info.status), req.http.version()};
+  res.set("x-ms-error-code", info.code);
+  if (req.http.method() == http::verb::head) return res;
+  if (req.xml_errors) {
+    res.set(http::field::content_type, "application/xml");
+    res.body() = XmlErrorBody(info.code, error.Message(), req.request_id);
+  } else {
+    res.set(http::field::content_type, JsonContentType(req.format));
+    res.body() = JsonErrorBody(info.code, error.Message(), req.request_id);
+  }
+  // Create Table and Insert Entity echo the preference on errors too.
+  if (req.op == Operation::kCreateTable || req.op == Operation::kInsertEntity) {
+    std::string_view prefer = Header(req.http, "Prefer");
+    if (prefer == "return-content" || prefer == "return-no-content") res.set("Preference-Applied", prefer);
+  }
+  return res;
+}
+
+HttpResponse JsonResponse(const Request& req, http::status status, std::string body) {
+  HttpResponse res{status, req.http.version()};
+  res.set(http::field::content_type, JsonContentType(req.format));
+  res.body() = std::move(body);
+  return res;
+}
+
+}  // namespace cerulean::server

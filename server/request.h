@@ -1,0 +1,129 @@
+// The per-request view the router builds and operations consume, and the
+// immutable ServerContext shared by all requests.
+// Thread-safety: ServerContext is immutable after main builds it (the Store
+// is itself thread-safe); a Request belongs to one thread.
+#pragma once
+
+#include <boost/beast/http.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/auth.h"
+#include "server/azure_error.h"
+#include "server/entity_json.h"
+#include "storage/store.h"
+
+namespace cerulean::server {
+
+namespace http = boost::beast::http;
+using HttpRequest = http::request<http::string_body>;
+using HttpResponse = http::response<http::string_body>;
+
+// Newest x-ms-version this server knows; sent when a request names none.
+inline constexpr std::string_view kNewestVersion = "2025-11-05";
+
+class Metrics;
+class Logger;
+
+struct ServerOptions {
+  bool loose = false;
+  bool skip_api_version_check = false;
+  bool https = false;
+  bool force_path_style = false;  // --disableProductStyleUrl
+};
+
+struct ServerContext {
+  storage::Store* store = nullptr;
+  Accounts accounts;
+  ServerOptions options;
+  Metrics* metrics = nullptr;  // may be null
+  Logger* logger = nullptr;    // may be null
+};
+
+// What the request addresses, after the account segment.
+enum class ResourceKind {
+  kService,   // "/"
+  kTables,    // "/Tables" or "/Tables()"
+  kTable,     // "/Tables('name')"
+  kBatch,     // "/$batch"
+  kEntities,  // "/name" or "/name()"
+  kEntity,    // "/name(PartitionKey='..',RowKey='..')"
+};
+
+struct ResourcePath {
+  ResourceKind kind = ResourceKind::kService;
+  std::string table;  // as written in the URL (decoded)
+  std::string partition_key;
+  std::string row_key;
+};
+
+// Decoded query parameters in order of appearance.
+class QueryParams {
+ public:
+  void Add(std::string name, std::string value) { params_.emplace_back(std::move(name), std::move(value)); }
+  // First value of `name`, or nullopt.
+  std::optional<std::string_view> Get(std::string_view name) const;
+  size_t Count(std::string_view name) const;
+  const std::vector<std::pair<std::string, std::string>>& all() const { return params_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> params_;
+};
+
+enum class Operation {
+  kQueryTables,
+  kGetTable,
+  kCreateTable,
+  kDeleteTable,
+  kQueryEntities,
+  kGetEntity,
+  kInsertEntity,
+  kUpdateEntity,
+  kMergeEntity,
+  kDeleteEntity,
+  kInsertOrReplace,
+  kInsertOrMerge,
+  kBatch,
+  kGetTableAcl,
+  kSetTableAcl,
+  kGetServiceProperties,
+  kSetServiceProperties,
+  kGetServiceStats,
+  kPreflight,
+  kResetAccount,  // POST /_reset/{account}
+};
+std::string_view OperationName(Operation op);
+
+struct Request {
+  explicit Request(HttpRequest& h) : http(h) {}
+  HttpRequest& http;
+  std::string request_id;
+  std::string account;      // the owning (primary) account
+  bool secondary = false;
+  std::string base;         // {base}: scheme://host[/account]
+  std::string raw_path;     // request-target path as received (still encoded)
+  ResourcePath path;
+  QueryParams query;
+  std::string method;       // effective verb (after X-HTTP-Method)
+  std::string version;      // effective service version
+  Operation op = Operation::kQueryTables;
+  Metadata format = Metadata::kMinimal;
+  bool xml_errors = false;  // answer errors as XML
+  AuthGrant grant;          // what the credentials allow
+  std::string peer_address;
+};
+
+// Case-insensitive header value, or empty view.
+std::string_view Header(const HttpRequest& req, std::string_view name);
+
+// Response builders. Every response later gets the common headers
+// (router.cc, FinishResponse).
+HttpResponse MakeResponse(const Request& req, http::status status);
+HttpResponse ErrorResponse(const Request& req, const ErrorReply& error);
+HttpResponse JsonResponse(const Request& req, http::status status, std::string body);
+
+}  // namespace cerulean::server

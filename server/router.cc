@@ -1,0 +1,417 @@
+#include "server/router.h"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+#include <chrono>
+
+#include "odata/query.h"
+#include "server/logger.h"
+#include "server/metrics.h"
+#include "server/operations/admin.h"
+#include "server/operations/operations.h"
+#include "server/text.h"
+
+namespace cerulean::server {
+
+namespace {
+
+bool IsIpv4(std::string_view host) {
+  if (host.empty()) return false;
+  for (char c : host) {
+    if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  }
+  return true;
+}
+
+// Path-style iff the host is an IP address, has no dot, or is
+// host.docker.internal (spec README §2.1).
+bool IsPathStyle(std::string_view host) {
+  if (host.empty() || host.front() == '[') return true;
+  size_t colon = host.rfind(':');
+  if (colon != std::string_view::npos) host = host.substr(0, colon);
+  return IsIpv4(host) || host.find('.') == std::string_view::npos || IEquals(host, "host.docker.internal");
+}
+
+std::string_view HostName(std::string_view host) {
+  if (!host.empty() && host.front() == '[') return host;
+  size_t colon = host.rfind(':');
+  return colon == std::string_view::npos ? host : host.substr(0, colon);
+}
+
+bool IsVersionString(std::string_view v) {
+  if (v.size() != 10 || v[4] != '-' || v[7] != '-') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (v[i] < '0' || v[i] > '9') return false;
+  }
+  return true;
+}
+
+struct Route {
+  Operation op;
+  bool has_body_format;  // answers with an OData body
+};
+
+// Maps (verb, resource) to an operation (errors-limits.md §3.1).
+std::optional<ErrorReply> RouteRequest(Request* req, const HttpRequest& http) {
+  const ResourcePath& p = req->path;
+  const std::string& m = req->method;
+  auto not_allowed = ErrorReply(AzureError::kMethodNotAllowed);
+  auto comp = req->query.Get("comp");
+  auto restype = req->query.Get("restype");
+  (void)http;
+  switch (p.kind) {
+    case ResourceKind::kService:
+      if (restype == "service" && comp == "properties") {
+        if (m == "GET") { req->op = Operation::kGetServiceProperties; return std::nullopt; }
+        if (m == "PUT") { req->op = Operation::kSetServiceProperties; return std::nullopt; }
+        return not_allowed;
+      }
+      if (restype == "service" && comp == "stats") {
+        if (m == "GET") { req->op = Operation::kGetServiceStats; return std::nullopt; }
+        return not_allowed;
+      }
+      return ErrorReply(AzureError::kInvalidQueryParameterValue);
+    case ResourceKind::kTables:
+      if (m == "GET") { req->op = Operation::kQueryTables; return std::nullopt; }
+      if (m == "POST") { req->op = Operation::kCreateTable; return std::nullopt; }
+      return not_allowed;
+    case ResourceKind::kTable:
+      if (m == "GET") { req->op = Operation::kGetTable; return std::nullopt; }
+      if (m == "DELETE") { req->op = Operation::kDeleteTable; return std::nullopt; }
+      return not_allowed;
+    case ResourceKind::kBatch:
+      if (m == "POST") { req->op = Operation::kBatch; return std::nullopt; }
+      return not_allowed;
+    case ResourceKind::kEntities:
+      if (comp) {
+        if (*comp != "acl") return ErrorReply(AzureError::kInvalidQueryParameterValue);
+        if (m == "GET") { req->op = Operation::kGetTableAcl; return std::nullopt; }
+        if (m == "PUT") { req->op = Operation::kSetTableAcl; return std::nullopt; }
+        return not_allowed;
+      }
+      if (m == "GET") { req->op = Operation::kQueryEntities; return std::nullopt; }
+      if (m == "POST") { req->op = Operation::kInsertEntity; return std::nullopt; }
+      return not_allowed;
+    case ResourceKind::kEntity: {
+      bool has_if_match = http.find("If-Match") != http.end();
+      if (m == "GET") { req->op = Operation::kGetEntity; return std::nullopt; }
+      if (m == "PUT") { req->op = has_if_match ? Operation::kUpdateEntity : Operation::kInsertOrReplace; return std::nullopt; }
+      if (m == "MERGE" || m == "PATCH") { req->op = has_if_match ? Operation::kMergeEntity : Operation::kInsertOrMerge; return std::nullopt; }
+      if (m == "DELETE") { req->op = Operation::kDeleteEntity; return std::nullopt; }
+      return not_allowed;
+    }
+  }
+  return not_allowed;
+}
+
+bool ReturnsODataBody(Operation op) {
+  switch (op) {
+    case Operation::kQueryTables:
+    case Operation::kGetTable:
+    case Operation::kCreateTable:
+    case Operation::kQueryEntities:
+    case Operation::kGetEntity:
+    case Operation::kInsertEntity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsWrite(Operation op) {
+  switch (op) {
+    case Operation::kCreateTable:
+    case Operation::kDeleteTable:
+    case Operation::kInsertEntity:
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+    case Operation::kDeleteEntity:
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge:
+    case Operation::kBatch:
+    case Operation::kSetTableAcl:
+    case Operation::kSetServiceProperties:
+      return true;
+    default:
+      return false;
+  }
+}
+
+HttpResponse Dispatch(const ServerContext& ctx, Request& req) {
+  switch (req.op) {
+    case Operation::kQueryTables: return QueryTables(ctx, req);
+    case Operation::kGetTable: return GetTable(ctx, req);
+    case Operation::kCreateTable: return CreateTable(ctx, req);
+    case Operation::kDeleteTable: return DeleteTable(ctx, req);
+    case Operation::kGetTableAcl: return GetTableAcl(ctx, req);
+    case Operation::kSetTableAcl: return SetTableAcl(ctx, req);
+    case Operation::kQueryEntities: return QueryEntities(ctx, req);
+    case Operation::kGetEntity: return GetEntity(ctx, req);
+    case Operation::kInsertEntity:
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+    case Operation::kDeleteEntity:
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge: return WriteEntity(ctx, req);
+    case Operation::kBatch: return Batch(ctx, req);
+    case Operation::kGetServiceProperties: return GetServiceProperties(ctx, req);
+    case Operation::kSetServiceProperties: return SetServiceProperties(ctx, req);
+    case Operation::kGetServiceStats: return GetServiceStats(ctx, req);
+    case Operation::kPreflight:
+    case Operation::kResetAccount: break;
+  }
+  return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
+}
+
+// Fills method (with X-HTTP-Method tunnelling, operations.md §4.8).
+std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* method) {
+  *method = std::string(http.method_string());
+  size_t count = 0;
+  std::string_view value;
+  for (const auto& field : http) {
+    if (IEquals(field.name_string(), "X-HTTP-Method")) {
+      ++count;
+      value = Trim(field.value());
+    }
+  }
+  if (count == 0) return std::nullopt;
+  if (count > 1 || value.find(',') != std::string_view::npos) return ErrorReply(AzureError::kXMethodIncorrectCount);
+  if (*method != "POST") return ErrorReply(AzureError::kXMethodNotUsingPost);
+  if (value != "MERGE" && value != "PUT" && value != "DELETE" && value != "PATCH") {
+    return ErrorReply(AzureError::kXMethodIncorrectValue);
+  }
+  *method = std::string(value);
+  return std::nullopt;
+}
+
+// Everything up to dispatch; returns the response of the first failing step.
+HttpResponse Process(const ServerContext& ctx, Request& req) {
+  HttpRequest& http = req.http;
+  std::string_view target = http.target();
+  auto parsed = boost::urls::parse_origin_form(target);
+  if (!parsed) {
+    auto absolute = boost::urls::parse_absolute_uri(target);
+    if (!absolute) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+    parsed = boost::urls::parse_origin_form(
+        std::string_view(absolute->encoded_resource().data(), absolute->encoded_resource().size()));
+    if (!parsed) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+  }
+  boost::urls::url_view url = *parsed;
+  for (auto param : url.encoded_params()) {
+    auto key = PercentDecode(param.key, true);
+    auto value = PercentDecode(param.value, true);
+    if (!key || !value) return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+    req.query.Add(std::move(*key), std::move(*value));
+  }
+
+  std::string_view encoded_path(url.encoded_path().data(), url.encoded_path().size());
+  req.raw_path = std::string(encoded_path);
+
+  if (encoded_path.starts_with("/_")) return HandleAdmin(ctx, req, encoded_path);
+
+  std::string_view host = Header(http, "Host");
+  if (host.empty() && http.version() >= 11) return ErrorResponse(req, ErrorReply(AzureError::kHostInformationNotPresent));
+  std::string scheme = ctx.options.https ? "https://" : "http://";
+  std::string_view resource_raw;
+  std::string account;
+  if (ctx.options.force_path_style || IsPathStyle(host)) {
+    std::string_view rest = encoded_path.substr(encoded_path.empty() ? 0 : 1);
+    size_t slash = rest.find('/');
+    std::string_view segment = rest.substr(0, slash);
+    auto decoded = PercentDecode(segment);
+    if (!decoded || decoded->empty()) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+    account = *decoded;
+    resource_raw = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    req.base = scheme + std::string(host) + "/" + std::string(segment);
+  } else {
+    std::string_view name = HostName(host);
+    account = std::string(name.substr(0, name.find('.')));
+    resource_raw = encoded_path;
+    req.base = scheme + std::string(host);
+  }
+  if (account.ends_with("-secondary")) {
+    req.secondary = true;
+    account.resize(account.size() - std::string_view("-secondary").size());
+  }
+  req.account = std::move(account);
+  if (ctx.accounts.Find(req.account) == nullptr) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthenticationFailed));
+  }
+
+  if (http.method() == http::verb::options) return Preflight(ctx, req);
+
+  auto decoded_resource = PercentDecode(resource_raw);
+  if (!decoded_resource) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+  if (auto err = ParseResourcePath(*decoded_resource, &req.path)) return ErrorResponse(req, *err);
+  if (auto err = ResolveMethod(http, &req.method)) return ErrorResponse(req, *err);
+  if (auto err = RouteRequest(&req, http)) return ErrorResponse(req, *err);
+
+  // Version.
+  std::string_view version = Header(http, "x-ms-version");
+  if (!version.empty()) {
+    if (!IsVersionString(version) || version < "2009-09-19" ||
+        (!ctx.options.skip_api_version_check && version > kNewestVersion)) {
+      if (!ctx.options.skip_api_version_check || !IsVersionString(version)) {
+        return ErrorResponse(req, ErrorReply(AzureError::kInvalidHeaderValue));
+      }
+    }
+    req.version = std::string(version);
+  }
+
+  // Authentication and authorization.
+  if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
+  if (req.version.empty()) req.version = std::string(kNewestVersion);
+  if (req.secondary && IsWrite(req.op)) {
+    return ErrorResponse(req, ErrorReply(AzureError::kInsufficientAccountPermissions));
+  }
+  std::string_view table = req.path.kind == ResourceKind::kTable || req.path.kind == ResourceKind::kEntities ||
+                                   req.path.kind == ResourceKind::kEntity
+                               ? std::string_view(req.path.table)
+                               : std::string_view();
+  if (auto err = Authorize(req, req.op, table)) return ErrorResponse(req, *err);
+
+  // Content negotiation.
+  std::string_view format_param = req.query.Get("$format").value_or("");
+  if (auto err = NegotiateFormat(format_param, Header(http, "Accept"), req.version, &req.format)) {
+    // Operations without an OData body succeed whatever was asked for.
+    if (ReturnsODataBody(req.op)) {
+      req.xml_errors = err->error == AzureError::kAtomFormatNotSupported;
+      return ErrorResponse(req, *err);
+    }
+    req.format = Metadata::kMinimal;
+  }
+  std::string_view content_type = Header(http, "Content-Type");
+  if (!content_type.empty() && (content_type.find("atom+xml") != std::string_view::npos)) {
+    req.xml_errors = true;
+    return ErrorResponse(req, ErrorReply(AzureError::kAtomFormatNotSupported));
+  }
+  return Dispatch(ctx, req);
+}
+
+void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res, bool keep_alive) {
+  res.set("x-ms-request-id", req.request_id);
+  res.set("x-ms-version", req.version.empty() ? std::string(kNewestVersion) : req.version);
+  res.set(http::field::date, HttpDateNow());
+  res.set(http::field::server, "Cerulean-Table/" CERULEAN_VERSION);
+  res.set(http::field::cache_control, "no-cache");
+  res.set("X-Content-Type-Options", "nosniff");
+  std::string_view client_id = Header(req.http, "x-ms-client-request-id");
+  if (!client_id.empty()) res.set("x-ms-client-request-id", client_id);
+  ApplyCorsHeaders(ctx, req, res);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+}
+
+}  // namespace
+
+std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* out) {
+  const ErrorReply invalid_uri(AzureError::kInvalidUri);
+  if (s.empty() || s == "/") {
+    out->kind = ResourceKind::kService;
+    return std::nullopt;
+  }
+  if (s.front() == '/') s.remove_prefix(1);
+  size_t paren = s.find('(');
+  std::string_view name = s.substr(0, paren);
+  if (name.empty() || name.find('/') != std::string_view::npos) return invalid_uri;
+  if (paren == std::string_view::npos) {
+    if (name == "$batch") {
+      out->kind = ResourceKind::kBatch;
+    } else if (name == "Tables") {
+      out->kind = ResourceKind::kTables;
+    } else {
+      out->kind = ResourceKind::kEntities;
+      out->table = std::string(name);
+    }
+    return std::nullopt;
+  }
+  if (s.back() != ')') return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+  std::string_view inner = s.substr(paren + 1, s.size() - paren - 2);
+  if (name == "Tables") {
+    if (inner.empty()) {
+      out->kind = ResourceKind::kTables;
+      return std::nullopt;
+    }
+    if (inner.size() < 2 || inner.front() != '\'' || inner.back() != '\'') return invalid_uri;
+    out->kind = ResourceKind::kTable;
+    out->table = std::string(inner.substr(1, inner.size() - 2));
+    return std::nullopt;
+  }
+  out->table = std::string(name);
+  if (inner.empty()) {
+    out->kind = ResourceKind::kEntities;
+    return std::nullopt;
+  }
+  auto keys = odata::ParseKeyPath(inner);
+  if (!keys.ok()) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+  out->kind = ResourceKind::kEntity;
+  out->partition_key = std::move(keys->partition_key);
+  out->row_key = std::move(keys->row_key);
+  return ValidateUrlKeys(*out);
+}
+
+std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::string_view accept,
+                                          std::string_view version, Metadata* out) {
+  *out = Metadata::kMinimal;
+  std::string_view value = format_param.empty() ? accept : format_param;
+  if (value.empty()) {
+    // No Accept means Atom, which this server does not speak; versions that
+    // predate the Atom removal get JSON rather than a refusal.
+    if (version >= "2015-12-11") return ErrorReply(AzureError::kAtomFormatNotSupported);
+    return std::nullopt;
+  }
+  // The first recognized media range decides.
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    std::string_view range = Trim(value.substr(start, comma - start));
+    start = comma + 1;
+    size_t semi = range.find(';');
+    std::string_view type = Trim(range.substr(0, semi));
+    std::string odata;
+    while (semi != std::string_view::npos) {
+      size_t next = range.find(';', semi + 1);
+      std::string_view param = Trim(range.substr(semi + 1, next == std::string_view::npos ? next : next - semi - 1));
+      size_t eq = param.find('=');
+      if (eq != std::string_view::npos && IEquals(Trim(param.substr(0, eq)), "odata")) {
+        odata = ToLower(Trim(param.substr(eq + 1)));
+      }
+      semi = next;
+    }
+    if (IEquals(type, "application/json") || IEquals(type, "json")) {
+      if (odata == "verbose") return ErrorReply(AzureError::kJsonVerboseFormatNotSupported);
+      if (odata.empty() || odata == "minimalmetadata") *out = Metadata::kMinimal;
+      else if (odata == "nometadata") *out = Metadata::kNone;
+      else if (odata == "fullmetadata") *out = Metadata::kFull;
+      else continue;
+      if (version < "2013-08-15") return ErrorReply(AzureError::kJsonFormatNotSupported);
+      return std::nullopt;
+    }
+    if (IEquals(type, "application/atom+xml") || IEquals(type, "application/xml") || IEquals(type, "atom")) {
+      return ErrorReply(AzureError::kAtomFormatNotSupported);
+    }
+    if (type == "*/*" || IEquals(type, "application/*")) return std::nullopt;
+  }
+  return ErrorReply(AzureError::kMediaTypeNotSupported);
+}
+
+HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http, const std::string& peer_address) {
+  auto started = std::chrono::steady_clock::now();
+  Request req(http);
+  req.request_id = NewRequestId();
+  req.peer_address = peer_address;
+  HttpResponse res;
+  try {
+    res = Process(ctx, req);
+  } catch (const std::exception& e) {
+    res = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+  }
+  FinishResponse(ctx, req, res, http.keep_alive());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
+  if (ctx.logger) ctx.logger->Access(req, res, ms);
+  return res;
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,200 @@
+#include "server/text.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <boost/url/decode_view.hpp>
+#include <boost/url/grammar/error.hpp>
+#include <boost/url/rfc/pchars.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+namespace cerulean::server {
+
+namespace {
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t Utf8SeqLen(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+}  // namespace
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      out->push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      switch (c) {
+        case '"': *out += "\\\""; break;
+        case '\\': *out += "\\\\"; break;
+        case '\n': *out += "\\n"; break;
+        case '\r': *out += "\\r"; break;
+        case '\t': *out += "\\t"; break;
+        case '\b': *out += "\\b"; break;
+        case '\f': *out += "\\f"; break;
+        default:
+          *out += "\\u00";
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+      }
+      ++i;
+      continue;
+    }
+    size_t n = Utf8SeqLen(s, i);
+    if (n == 0) {
+      *out += "\\ufffd";
+      ++i;
+    } else {
+      out->append(s.substr(i, n));
+      i += n;
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendXmlEscaped(std::string* out, std::string_view s) {
+  for (char c : s) {
+    switch (c) {
+      case '&': *out += "&amp;"; break;
+      case '<': *out += "&lt;"; break;
+      case '>': *out += "&gt;"; break;
+      case '"': *out += "&quot;"; break;
+      case '\'': *out += "&apos;"; break;
+      default: out->push_back(c);
+    }
+  }
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(n);
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  // Validate the alphabet and padding ourselves: EVP_DecodeBlock tolerates
+  // whitespace and does not report padding.
+  size_t data_len = text.size();
+  while (data_len > 0 && text[data_len - 1] == '=') --data_len;
+  if (text.size() - data_len > 2) return std::nullopt;
+  for (size_t i = 0; i < data_len; ++i) {
+    char c = text[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/';
+    if (!ok) return std::nullopt;
+  }
+  if (data_len % 4 == 1) return std::nullopt;
+  if (text.size() != data_len && text.size() % 4 != 0) return std::nullopt;
+  std::string padded(text.substr(0, data_len));
+  while (padded.size() % 4 != 0) padded += '=';
+  std::string out(padded.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(padded.data()),
+                          static_cast<int>(padded.size()));
+  if (n < 0) return std::nullopt;
+  out.resize(data_len * 3 / 4);
+  return out;
+}
+
+std::string HmacSha256(std::string_view key, std::string_view message) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
+  return std::string(reinterpret_cast<char*>(md), len);
+}
+
+bool SecureEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space) {
+  auto pct = boost::urls::make_pct_string_view(s);
+  if (!pct) return std::nullopt;
+  boost::urls::encoding_opts opts;
+  opts.space_as_plus = plus_as_space;
+  std::string out;
+  out.reserve(s.size());
+  for (char c : pct->decode(opts)) out.push_back(c);
+  return out;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x += 32;
+    if (y >= 'A' && y <= 'Z') y += 32;
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c += 32;
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string HttpDateNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return std::string(buf, n);
+}
+
+std::optional<int64_t> ParseHttpDate(std::string_view s) {
+  std::string str(Trim(s));
+  std::tm tm{};
+  const char* end = strptime(str.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+std::string NewRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  uint64_t a = rng(), b = rng();
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 32; ++i) {
+    if (i == 8 || i == 12 || i == 16 || i == 20) out += '-';
+    uint64_t v = i < 16 ? a : b;
+    out += kHex[(v >> ((i % 16) * 4)) & 15];
+  }
+  return out;
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,201 @@
+#include "storage/edm_text.h"
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace cerulean::storage {
+
+namespace {
+
+constexpr int64_t kTicksPerSecond = 10'000'000;
+constexpr int64_t kTicksPerDay = 86'400 * kTicksPerSecond;
+
+// Reads exactly `n` decimal digits at text[*pos].
+bool ReadDigits(std::string_view text, size_t* pos, int n, int* out) {
+  if (*pos + n > text.size()) return false;
+  int v = 0;
+  for (int i = 0; i < n; ++i) {
+    char c = text[*pos + i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *pos += n;
+  *out = v;
+  return true;
+}
+
+bool Expect(std::string_view text, size_t* pos, char c) {
+  if (*pos >= text.size() || text[*pos] != c) return false;
+  ++*pos;
+  return true;
+}
+
+// Days from 0001-01-01 to y-m-d, via the C++20 calendar types.
+std::optional<int64_t> DaysFromCivil(int y, int m, int d) {
+  using namespace std::chrono;
+  year_month_day ymd{year{y}, month{static_cast<unsigned>(m)}, day{static_cast<unsigned>(d)}};
+  if (!ymd.ok()) return std::nullopt;
+  constexpr year_month_day kEpoch{year{1}, January, day{1}};
+  return (sys_days{ymd} - sys_days{kEpoch}).count();
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseDateTime(std::string_view text) {
+  size_t pos = 0;
+  int y, mo, d, h, mi, s;
+  if (!ReadDigits(text, &pos, 4, &y) || !Expect(text, &pos, '-') ||
+      !ReadDigits(text, &pos, 2, &mo) || !Expect(text, &pos, '-') ||
+      !ReadDigits(text, &pos, 2, &d) || !Expect(text, &pos, 'T') ||
+      !ReadDigits(text, &pos, 2, &h) || !Expect(text, &pos, ':') ||
+      !ReadDigits(text, &pos, 2, &mi)) {
+    return std::nullopt;
+  }
+  s = 0;
+  if (pos < text.size() && text[pos] == ':') {
+    ++pos;
+    if (!ReadDigits(text, &pos, 2, &s)) return std::nullopt;
+  }
+  int64_t fraction = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (++digits > 7) return std::nullopt;
+      fraction = fraction * 10 + (text[pos] - '0');
+      ++pos;
+    }
+    if (digits == 0) return std::nullopt;
+    for (int i = digits; i < 7; ++i) fraction *= 10;
+  }
+  int64_t offset_minutes = 0;
+  if (pos < text.size()) {
+    char z = text[pos];
+    if (z == 'Z') {
+      ++pos;
+    } else if (z == '+' || z == '-') {
+      ++pos;
+      int oh, om;
+      if (!ReadDigits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') ||
+          !ReadDigits(text, &pos, 2, &om) || oh > 14 || om > 59) {
+        return std::nullopt;
+      }
+      offset_minutes = (oh * 60 + om) * (z == '+' ? 1 : -1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (pos != text.size()) return std::nullopt;
+  if (y < 1 || h > 23 || mi > 59 || s > 59) return std::nullopt;
+  auto days = DaysFromCivil(y, mo, d);
+  if (!days) return std::nullopt;
+  int64_t ticks = *days * kTicksPerDay + (int64_t{h} * 3600 + mi * 60 + s) * kTicksPerSecond +
+                  fraction - offset_minutes * 60 * kTicksPerSecond;
+  if (ticks < 0 || ticks > kMaxDateTimeTicks) return std::nullopt;
+  return ticks;
+}
+
+namespace {
+struct Civil {
+  int y, m, d, hh, mm, ss;
+  int64_t frac;
+};
+Civil ToCivil(int64_t ticks) {
+  using namespace std::chrono;
+  int64_t days = ticks / kTicksPerDay;
+  int64_t rem = ticks % kTicksPerDay;
+  constexpr year_month_day kEpoch{year{1}, January, day{1}};
+  year_month_day ymd{sys_days{kEpoch} + std::chrono::days{days}};
+  int64_t secs = rem / kTicksPerSecond;
+  return Civil{static_cast<int>(ymd.year()), static_cast<int>(static_cast<unsigned>(ymd.month())),
+               static_cast<int>(static_cast<unsigned>(ymd.day())), static_cast<int>(secs / 3600),
+               static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60),
+               rem % kTicksPerSecond};
+}
+}  // namespace
+
+std::string FormatDateTime(int64_t ticks) {
+  if (ticks < 0) ticks = 0;
+  Civil c = ToCivil(ticks);
+  char buf[40];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", c.y, c.m, c.d, c.hh,
+                        c.mm, c.ss);
+  std::string out(buf, n);
+  if (c.frac != 0) {
+    char f[9];
+    std::snprintf(f, sizeof f, ".%07lld", static_cast<long long>(c.frac));
+    std::string fs(f);
+    while (fs.back() == '0') fs.pop_back();
+    out += fs;
+  }
+  out += 'Z';
+  return out;
+}
+
+std::string FormatDateTimeInvariant(int64_t ticks) {
+  if (ticks < 0) ticks = 0;
+  Civil c = ToCivil(ticks);
+  char buf[40];
+  int n = std::snprintf(buf, sizeof buf, "%02d/%02d/%04d %02d:%02d:%02d", c.m, c.d, c.y, c.hh,
+                        c.mm, c.ss);
+  return std::string(buf, n);
+}
+
+std::optional<Guid> ParseGuid(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  Guid g;
+  size_t b = 0;
+  for (size_t i = 0; i < 36;) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (text[i] != '-') return std::nullopt;
+      ++i;
+      continue;
+    }
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    int hi = hex(text[i]), lo = hex(text[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    g.bytes[b++] = static_cast<uint8_t>(hi * 16 + lo);
+    i += 2;
+  }
+  return g;
+}
+
+std::string FormatGuid(const Guid& g) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (size_t i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[g.bytes[i] >> 4];
+    out += kHex[g.bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string FormatDouble(double d) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, res.ptr);
+  size_t e = s.find('e');
+  if (e != std::string::npos) {
+    // to_chars writes "1e+20"; .NET and the service write "1E+20".
+    s[e] = 'E';
+    return s;
+  }
+  if (s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
+
+int64_t NowTicks() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return kUnixEpochTicks + std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() / 100;
+}
+
+}  // namespace cerulean::storage

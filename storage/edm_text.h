@@ -1,0 +1,45 @@
+// Canonical text forms of EDM values shared by the OData literal parser and
+// the JSON codec: ISO 8601 DateTime <-> ticks, Guid <-> bytes, Double.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/value.h"
+
+namespace cerulean::storage {
+
+// Ticks of 1601-01-01T00:00:00Z and 9999-12-31T23:59:59.9999999Z.
+inline constexpr int64_t kMinDateTimeTicks = 504911232000000000;
+inline constexpr int64_t kMaxDateTimeTicks = 3155378975999999999;
+// Ticks at the Unix epoch.
+inline constexpr int64_t kUnixEpochTicks = 621355968000000000;
+
+// Parses "yyyy-MM-ddTHH:mm:ss[.f{1,7}][Z|±hh:mm]" (no zone = UTC) into
+// ticks since 0001-01-01 UTC. nullopt on any other form or an invalid date.
+// No range check beyond year 0001..9999.
+std::optional<int64_t> ParseDateTime(std::string_view text);
+
+// "yyyy-MM-ddTHH:mm:ss[.fffffff]Z" with trailing fraction zeros removed.
+std::string FormatDateTime(int64_t ticks);
+
+// "MM/dd/yyyy HH:mm:ss" (the .NET invariant form used in range errors).
+std::string FormatDateTimeInvariant(int64_t ticks);
+
+// Parses the 36-character hyphenated form, hex in either case.
+std::optional<Guid> ParseGuid(std::string_view text);
+// Lower-case hyphenated form.
+std::string FormatGuid(const Guid& guid);
+
+// Shortest round-trip form of a finite double; integral values keep ".0"
+// ("1.0", "-0.0"), large/small magnitudes use exponent form ("1E+20").
+// REQUIRES: std::isfinite(d).
+std::string FormatDouble(double d);
+
+// Current UTC time in ticks.
+int64_t NowTicks();
+
+}  // namespace cerulean::storage

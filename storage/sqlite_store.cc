@@ -1,0 +1,941 @@
+#include "storage/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cassert>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+#include "storage/codec.h"
+
+namespace cerulean::storage {
+
+namespace {
+
+// PRAGMA user_version of the schema below. persistent: never renumber; a
+// schema change adds a version and a migration step in Init().
+constexpr int kSchemaVersion = 1;
+
+// persistent: the on-disk schema of version 1 (storage/README.md).
+constexpr const char* kSchemaV1[] = {
+    // The catalog of live tables. AUTOINCREMENT guarantees an id is never
+    // handed out twice, so rows of a dropped table that still await reaping
+    // can never reappear under a new table of the same name.
+    "CREATE TABLE tables("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  account TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"        // as created
+    "  name_lower TEXT NOT NULL,"  // ASCII-lower-cased, for lookup
+    "  name_key BLOB NOT NULL,"    // EncodeKey(name), for ordinal order
+    "  acl TEXT NOT NULL DEFAULT '')",
+    "CREATE UNIQUE INDEX tables_by_lower_name ON tables(account, name_lower)",
+    "CREATE INDEX tables_by_name_key ON tables(account, name_key)",
+    // Entities of every table, clustered by key so a key range is one index
+    // range scan. pk and rk are EncodeKey() blobs, props an
+    // EncodeProperties() blob, ts DateTime ticks.
+    "CREATE TABLE entities("
+    "  table_id INTEGER NOT NULL,"
+    "  pk BLOB NOT NULL,"
+    "  rk BLOB NOT NULL,"
+    "  ts INTEGER NOT NULL,"
+    "  props BLOB NOT NULL,"
+    "  PRIMARY KEY(table_id, pk, rk)) WITHOUT ROWID",
+    // Per-account documents.
+    "CREATE TABLE accounts("
+    "  account TEXT PRIMARY KEY,"
+    "  service_properties TEXT NOT NULL) WITHOUT ROWID",
+    // Ids of dropped tables whose entity rows are not yet all deleted.
+    "CREATE TABLE doomed_tables(table_id INTEGER PRIMARY KEY)",
+};
+
+constexpr int64_t kUnixEpochTicks = 621355968000000000;
+
+int64_t NowTicks() {
+  auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count() / 100 +
+         kUnixEpochTicks;
+}
+
+// Table names are ASCII; other bytes are left as they are.
+std::string LowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
+  std::string msg(what);
+  msg += ": ";
+  msg += sqlite3_errstr(rc);
+  if (db != nullptr && sqlite3_errcode(db) == rc) {
+    msg += " (";
+    msg += sqlite3_errmsg(db);
+    msg += ")";
+  }
+  switch (rc & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Busy(std::move(msg));
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Corruption(std::move(msg));
+    default:
+      return Status::IOError(std::move(msg));
+  }
+}
+
+// A cached prepared statement in use. Resets the statement and clears its
+// bindings when it goes out of scope, so the cache entry is ready for reuse.
+// Bind errors are remembered and reported by the first Step().
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() {
+    if (stmt_ != nullptr) {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
+  }
+
+  // Takes `stmt` (reset, unbound) for the lifetime of this object.
+  // REQUIRES: no statement attached yet.
+  void Attach(sqlite3_stmt* stmt) {
+    assert(stmt_ == nullptr);
+    stmt_ = stmt;
+  }
+
+  void BindInt64(int i, int64_t v) { Check(sqlite3_bind_int64(stmt_, i, v)); }
+  // Binds a (possibly empty, never NULL) blob; SQLite copies the bytes.
+  void BindBlob(int i, std::string_view v) {
+    static const char kEmpty = 0;
+    Check(
+        sqlite3_bind_blob64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_TRANSIENT));
+  }
+  void BindText(int i, std::string_view v) {
+    static const char kEmpty = 0;
+    Check(sqlite3_bind_text64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_TRANSIENT,
+                              SQLITE_UTF8));
+  }
+
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return bind_rc_ != SQLITE_OK ? bind_rc_ : sqlite3_step(stmt_); }
+
+  int64_t ColumnInt64(int i) { return sqlite3_column_int64(stmt_, i); }
+  // The view lives until the next Step() or the end of this Stmt.
+  std::string_view ColumnBlob(int i) {
+    const void* p = sqlite3_column_blob(stmt_, i);
+    int n = sqlite3_column_bytes(stmt_, i);
+    return p == nullptr ? std::string_view() : std::string_view(static_cast<const char*>(p), n);
+  }
+  std::string_view ColumnText(int i) {
+    const unsigned char* p = sqlite3_column_text(stmt_, i);
+    int n = sqlite3_column_bytes(stmt_, i);
+    return p == nullptr ? std::string_view()
+                        : std::string_view(reinterpret_cast<const char*>(p), n);
+  }
+
+ private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  }
+  sqlite3_stmt* stmt_ = nullptr;
+  int bind_rc_ = SQLITE_OK;
+};
+
+}  // namespace
+
+// One sqlite3 connection and its prepared statements, keyed by SQL text.
+// Used by one thread at a time (the store's locks and pool guarantee it).
+struct SqliteStore::Connection {
+  sqlite3* db = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> cache;
+
+  ~Connection() {
+    for (auto& [sql, stmt] : cache) sqlite3_finalize(stmt);
+    if (db != nullptr) sqlite3_close(db);
+  }
+
+  // Opens `path` (":memory:" for a private in-memory database).
+  static Status Open(const std::string& path, std::chrono::milliseconds busy_timeout,
+                     std::unique_ptr<Connection>* out) {
+    auto conn = std::make_unique<Connection>();
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, nullptr);
+    if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
+    sqlite3_extended_result_codes(conn->db, 1);
+    sqlite3_busy_timeout(conn->db, static_cast<int>(busy_timeout.count()));
+    *out = std::move(conn);
+    return Status::Ok();
+  }
+
+  // The cached statement for `sql`, prepared on first use.
+  Status Prepare(const std::string& sql, Stmt* out) {
+    auto it = cache.find(sql);
+    if (it == cache.end()) {
+      sqlite3_stmt* stmt = nullptr;
+      int rc = sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size() + 1),
+                                  SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+      if (rc != SQLITE_OK) return SqlStatus(db, rc, "prepare");
+      it = cache.emplace(sql, stmt).first;
+    }
+    // A statement is never used twice at once on one connection.
+    assert(!sqlite3_stmt_busy(it->second));
+    out->Attach(it->second);
+    return Status::Ok();
+  }
+
+  // Runs `sql` to completion, ignoring rows.
+  Status Exec(const std::string& sql) {
+    Stmt stmt;
+    Status s = Prepare(sql, &stmt);
+    if (!s.ok()) return s;
+    int rc;
+    while ((rc = stmt.Step()) == SQLITE_ROW) {
+    }
+    return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, sql);
+  }
+
+  // Ends the open transaction, if any, discarding its changes.
+  void RollbackIfActive() {
+    if (!sqlite3_get_autocommit(db)) static_cast<void>(Exec("ROLLBACK"));
+  }
+
+  // Commits the open transaction; rolls it back if the commit fails.
+  Status Commit() {
+    Status s = Exec("COMMIT");
+    if (!s.ok()) RollbackIfActive();
+    return s;
+  }
+};
+
+// A connection borrowed for reading: a pooled reader of a file store, or the
+// single connection of an in-memory store (holding the writer mutex).
+class SqliteStore::ReadLease {
+ public:
+  explicit ReadLease(SqliteStore* store) : store_(store) {
+    if (store_->options_.in_memory) {
+      writer_lock_ = std::unique_lock<std::mutex>(store_->writer_mu_);
+      conn_ = store_->writer_.get();
+      return;
+    }
+    std::unique_lock<std::mutex> lock(store_->readers_mu_);
+    store_->readers_cv_.wait(lock, [this] { return !store_->idle_readers_.empty(); });
+    reader_ = std::move(store_->idle_readers_.back());
+    store_->idle_readers_.pop_back();
+    conn_ = reader_.get();
+  }
+
+  ~ReadLease() {
+    conn_->RollbackIfActive();
+    if (reader_ != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(store_->readers_mu_);
+        store_->idle_readers_.push_back(std::move(reader_));
+      }
+      store_->readers_cv_.notify_one();
+    }
+  }
+
+  ReadLease(const ReadLease&) = delete;
+  ReadLease& operator=(const ReadLease&) = delete;
+
+  Connection* conn() const { return conn_; }
+
+ private:
+  SqliteStore* store_;
+  Connection* conn_ = nullptr;
+  std::unique_ptr<Connection> reader_;
+  std::unique_lock<std::mutex> writer_lock_;
+};
+
+namespace {
+
+// The live table `table` of `account` (case-insensitive): its id and, if
+// `name` is set, its name as created. kTableNotFound if absent.
+template <typename Conn>
+Status LookupTable(Conn* c, const std::string& account, const std::string& table, int64_t* id,
+                   std::string* name = nullptr) {
+  Stmt stmt;
+  Status s =
+      c->Prepare("SELECT id, name FROM tables WHERE account = ?1 AND name_lower = ?2", &stmt);
+  if (!s.ok()) return s;
+  stmt.BindText(1, account);
+  stmt.BindText(2, LowerAscii(table));
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return Status::TableNotFound(table);
+  if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "lookup table");
+  *id = stmt.ColumnInt64(0);
+  if (name != nullptr) *name = std::string(stmt.ColumnText(1));
+  return Status::Ok();
+}
+
+// Decodes a stored row into `*entity`.
+Status DecodeRow(std::string_view pk, std::string_view rk, int64_t ts, std::string_view props,
+                 Entity* entity) {
+  auto pk_decoded = DecodeKey(pk);
+  if (!pk_decoded.ok()) return pk_decoded.status();
+  auto rk_decoded = DecodeKey(rk);
+  if (!rk_decoded.ok()) return rk_decoded.status();
+  entity->partition_key = std::move(pk_decoded).value();
+  entity->row_key = std::move(rk_decoded).value();
+  entity->timestamp = ts;
+  return DecodeProperties(props, &entity->properties);
+}
+
+// Overwrites or appends each of `updates` in `*props` (Merge semantics: the
+// type of an existing property may change; its position is kept).
+void MergeProperties(const std::vector<Property>& updates, std::vector<Property>* props) {
+  for (const auto& u : updates) {
+    auto it = std::find_if(props->begin(), props->end(),
+                           [&](const Property& p) { return p.name == u.name; });
+    if (it != props->end()) {
+      it->value = u.value;
+    } else {
+      props->push_back(u);
+    }
+  }
+}
+
+// The effective lower bound of a range scanned from continuation `start`:
+// whichever of the two admits fewer keys.
+std::optional<KeyBound> EffectiveLower(const std::optional<KeyBound>& lower,
+                                       const std::optional<EntityKey>& start) {
+  if (!start) return lower;
+  KeyBound from{start->partition_key, start->row_key, true};
+  if (!lower) return from;
+  int c = CompareOrdinal(start->partition_key, lower->partition_key);
+  if (!lower->row_key) {
+    // A partition-only bound: inclusive admits all of lower's partition,
+    // exclusive none of it.
+    if (lower->inclusive) return c >= 0 ? from : *lower;
+    return c > 0 ? from : *lower;
+  }
+  if (c == 0) c = CompareOrdinal(start->row_key, *lower->row_key);
+  if (c > 0) return from;
+  if (c == 0) return lower->inclusive ? from : *lower;
+  return *lower;
+}
+
+// SQL condition for one bound; parameters ?first (pk) and ?first+1 (rk).
+std::string BoundSql(const KeyBound& b, bool lower, int first) {
+  std::string op = lower ? (b.inclusive ? ">=" : ">") : (b.inclusive ? "<=" : "<");
+  std::string p = "?" + std::to_string(first);
+  if (!b.row_key) return " AND pk " + op + " " + p;
+  return " AND (pk, rk) " + op + " (" + p + ", ?" + std::to_string(first + 1) + ")";
+}
+
+void BindBound(Stmt* stmt, const KeyBound& b, int first) {
+  stmt->BindBlob(first, EncodeKey(b.partition_key));
+  if (b.row_key) stmt->BindBlob(first + 1, EncodeKey(*b.row_key));
+}
+
+}  // namespace
+
+SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
+
+SqliteStore::~SqliteStore() {
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    stopping_ = true;
+  }
+  reap_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
+  if (!options.in_memory && options.path.empty()) {
+    return Status::InvalidArgument("SqliteStore: no path and not in_memory");
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options));
+  Status s = store->Init();
+  if (!s.ok()) return s;
+  return store;
+}
+
+Status SqliteStore::Init() {
+  std::string path = options_.in_memory ? std::string(":memory:") : options_.path;
+  if (!options_.in_memory) {
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) return Status::IOError("create directory " + dir.string() + ": " + ec.message());
+    }
+  }
+
+  Status s = Connection::Open(path, options_.busy_timeout, &writer_);
+  if (!s.ok()) return s;
+  Connection* w = writer_.get();
+  if (!options_.in_memory) {
+    // WAL: readers run beside the writer. synchronous=NORMAL: a commit
+    // reaches the OS before Apply returns, which survives the death of the
+    // process (not of the machine) at far lower cost than FULL.
+    Stmt stmt;
+    s = w->Prepare("PRAGMA journal_mode=WAL", &stmt);
+    if (!s.ok()) return s;
+    int rc = stmt.Step();
+    if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "journal_mode");
+    if (stmt.ColumnText(0) != "wal") return Status::IOError("cannot enable WAL on " + path);
+  }
+  s = w->Exec("PRAGMA synchronous=NORMAL");
+  if (!s.ok()) return s;
+
+  int version = 0;
+  {
+    Stmt stmt;
+    s = w->Prepare("PRAGMA user_version", &stmt);
+    if (!s.ok()) return s;
+    int rc = stmt.Step();
+    if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "user_version");
+    version = static_cast<int>(stmt.ColumnInt64(0));
+  }
+  if (version > kSchemaVersion) {
+    return Status::Corruption("database schema version " + std::to_string(version) +
+                              " is newer than supported " + std::to_string(kSchemaVersion));
+  }
+  if (version == 0) {
+    s = w->Exec("BEGIN IMMEDIATE");
+    for (const char* sql : kSchemaV1) {
+      if (s.ok()) s = w->Exec(sql);
+    }
+    if (s.ok()) s = w->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+    if (s.ok()) {
+      s = w->Commit();
+    } else {
+      w->RollbackIfActive();
+    }
+    if (!s.ok()) return s;
+  }
+
+  if (!options_.in_memory) {
+    size_t n = std::max<size_t>(1, options_.reader_pool_size);
+    for (size_t i = 0; i < n; ++i) {
+      std::unique_ptr<Connection> reader;
+      s = Connection::Open(path, options_.busy_timeout, &reader);
+      if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
+      if (!s.ok()) return s;
+      idle_readers_.push_back(std::move(reader));
+    }
+  }
+
+  if (options_.background_reaping) {
+    // Resume reclaiming tables dropped before a restart.
+    reap_pending_ = true;
+    reaper_ = std::thread([this] { ReaperLoop(); });
+  }
+  return Status::Ok();
+}
+
+template <typename Body>
+Status SqliteStore::WriteTransaction(Body&& body) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Connection* w = writer_.get();
+  Status s = w->Exec("BEGIN IMMEDIATE");
+  if (s.ok()) s = body(w);
+  if (s.ok()) return w->Commit();
+  w->RollbackIfActive();
+  return s;
+}
+
+int64_t SqliteStore::NextTimestamp() {
+  last_timestamp_ = std::max(NowTicks(), last_timestamp_ + 1);
+  return last_timestamp_;
+}
+
+// ---------------------------------------------------------------------------
+// Tables and documents.
+
+Status SqliteStore::CreateTable(const std::string& account, const std::string& table) {
+  return WriteTransaction([&](Connection* w) {
+    Stmt stmt;
+    Status s = w->Prepare(
+        "INSERT INTO tables(account, name, name_lower, name_key) VALUES (?1, ?2, ?3, ?4)", &stmt);
+    if (!s.ok()) return s;
+    stmt.BindText(1, account);
+    stmt.BindText(2, table);
+    stmt.BindText(3, LowerAscii(table));
+    stmt.BindBlob(4, EncodeKey(table));
+    int rc = stmt.Step();
+    if (rc == SQLITE_CONSTRAINT_UNIQUE) return Status::TableAlreadyExists(table);
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "create table");
+    return Status::Ok();
+  });
+}
+
+Status SqliteStore::DeleteTable(const std::string& account, const std::string& table) {
+  Status status = WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupTable(w, account, table, &id);
+    if (!s.ok()) return s;
+    Stmt doom;
+    s = w->Prepare("INSERT INTO doomed_tables(table_id) VALUES (?1)", &doom);
+    if (!s.ok()) return s;
+    doom.BindInt64(1, id);
+    int rc = doom.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "doom table");
+    Stmt drop;
+    s = w->Prepare("DELETE FROM tables WHERE id = ?1", &drop);
+    if (!s.ok()) return s;
+    drop.BindInt64(1, id);
+    rc = drop.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "drop table");
+    return Status::Ok();
+  });
+  if (status.ok()) WakeReaper();
+  return status;
+}
+
+Result<std::string> SqliteStore::GetTable(const std::string& account, const std::string& table) {
+  ReadLease lease(this);
+  int64_t id = 0;
+  std::string name;
+  Status s = LookupTable(lease.conn(), account, table, &id, &name);
+  if (!s.ok()) return s;
+  return name;
+}
+
+Status SqliteStore::ScanTables(const std::string& account, const std::string& start,
+                               const std::function<bool(const std::string&)>& visit) {
+  // Pages of names are read with a connection held and visited without, so
+  // `visit` may call back into the store.
+  constexpr int kPage = 256;
+  std::string from = EncodeKey(start);
+  bool inclusive = true;
+  while (true) {
+    std::vector<std::string> names;
+    {
+      ReadLease lease(this);
+      Connection* c = lease.conn();
+      Stmt stmt;
+      Status s = c->Prepare(inclusive ? "SELECT name, name_key FROM tables WHERE account = ?1 AND "
+                                        "name_key >= ?2 ORDER BY name_key LIMIT ?3"
+                                      : "SELECT name, name_key FROM tables WHERE account = ?1 AND "
+                                        "name_key > ?2 ORDER BY name_key LIMIT ?3",
+                            &stmt);
+      if (!s.ok()) return s;
+      stmt.BindText(1, account);
+      stmt.BindBlob(2, from);
+      stmt.BindInt64(3, kPage);
+      int rc;
+      while ((rc = stmt.Step()) == SQLITE_ROW) {
+        names.emplace_back(stmt.ColumnText(0));
+        from = std::string(stmt.ColumnBlob(1));
+      }
+      if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan tables");
+    }
+    inclusive = false;
+    for (const auto& name : names) {
+      if (!visit(name)) return Status::Ok();
+    }
+    if (names.size() < static_cast<size_t>(kPage)) return Status::Ok();
+  }
+}
+
+Result<std::string> SqliteStore::GetTableAcl(const std::string& account, const std::string& table) {
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  Stmt stmt;
+  Status s = c->Prepare("SELECT acl FROM tables WHERE account = ?1 AND name_lower = ?2", &stmt);
+  if (!s.ok()) return s;
+  stmt.BindText(1, account);
+  stmt.BindText(2, LowerAscii(table));
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return Status::TableNotFound(table);
+  if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get acl");
+  return std::string(stmt.ColumnText(0));
+}
+
+Status SqliteStore::SetTableAcl(const std::string& account, const std::string& table,
+                                const std::string& acl) {
+  return WriteTransaction([&](Connection* w) {
+    Stmt stmt;
+    Status s =
+        w->Prepare("UPDATE tables SET acl = ?3 WHERE account = ?1 AND name_lower = ?2", &stmt);
+    if (!s.ok()) return s;
+    stmt.BindText(1, account);
+    stmt.BindText(2, LowerAscii(table));
+    stmt.BindText(3, acl);
+    int rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "set acl");
+    if (sqlite3_changes(w->db) == 0) return Status::TableNotFound(table);
+    return Status::Ok();
+  });
+}
+
+Result<std::string> SqliteStore::GetServiceProperties(const std::string& account) {
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  Stmt stmt;
+  Status s = c->Prepare("SELECT service_properties FROM accounts WHERE account = ?1", &stmt);
+  if (!s.ok()) return s;
+  stmt.BindText(1, account);
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return std::string();
+  if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get service properties");
+  return std::string(stmt.ColumnText(0));
+}
+
+Status SqliteStore::SetServiceProperties(const std::string& account, const std::string& props) {
+  return WriteTransaction([&](Connection* w) {
+    Stmt stmt;
+    Status s = w->Prepare(
+        "INSERT INTO accounts(account, service_properties) VALUES (?1, ?2) "
+        "ON CONFLICT(account) DO UPDATE SET service_properties = excluded.service_properties",
+        &stmt);
+    if (!s.ok()) return s;
+    stmt.BindText(1, account);
+    stmt.BindText(2, props);
+    int rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "set service properties");
+    return Status::Ok();
+  });
+}
+
+Status SqliteStore::ResetAccount(const std::string& account) {
+  Status status = WriteTransaction([&](Connection* w) {
+    const char* kSteps[] = {
+        "INSERT INTO doomed_tables(table_id) SELECT id FROM tables WHERE account = ?1",
+        "DELETE FROM tables WHERE account = ?1",
+        "DELETE FROM accounts WHERE account = ?1",
+    };
+    for (const char* sql : kSteps) {
+      Stmt stmt;
+      Status s = w->Prepare(sql, &stmt);
+      if (!s.ok()) return s;
+      stmt.BindText(1, account);
+      int rc = stmt.Step();
+      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "reset account");
+    }
+    return Status::Ok();
+  });
+  if (status.ok()) WakeReaper();
+  return status;
+}
+
+bool SqliteStore::Healthy() {
+  ReadLease lease(this);
+  Stmt stmt;
+  if (!lease.conn()->Prepare("SELECT 1", &stmt).ok()) return false;
+  return stmt.Step() == SQLITE_ROW;
+}
+
+// ---------------------------------------------------------------------------
+// Entities.
+
+Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::string& table,
+                                      const std::string& partition_key,
+                                      const std::string& row_key) {
+  if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
+    // Such keys are never stored; their encodings would alias others.
+    ReadLease lease(this);
+    int64_t id = 0;
+    Status s = LookupTable(lease.conn(), account, table, &id);
+    if (!s.ok()) return s;
+    return Status::NotFound();
+  }
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  // One read transaction: the table lookup and the row read see one
+  // snapshot.
+  Status s = c->Exec("BEGIN");
+  int64_t id = 0;
+  if (s.ok()) s = LookupTable(c, account, table, &id);
+  if (!s.ok()) return s;
+  Stmt stmt;
+  s = c->Prepare(
+      "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &stmt);
+  if (!s.ok()) return s;
+  stmt.BindInt64(1, id);
+  stmt.BindBlob(2, EncodeKey(partition_key));
+  stmt.BindBlob(3, EncodeKey(row_key));
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return Status::NotFound();
+  if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get entity");
+  Entity entity;
+  s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2), stmt.ColumnBlob(3),
+                &entity);
+  if (!s.ok()) return s;
+  return entity;
+}
+
+Status SqliteStore::Scan(const std::string& account, const std::string& table,
+                         const ScanRequest& request, ScanResult* result) {
+  result->entities.clear();
+  result->next.reset();
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  // One read transaction: every range of the page sees one snapshot.
+  Status s = c->Exec("BEGIN");
+  int64_t id = 0;
+  if (s.ok()) s = LookupTable(c, account, table, &id);
+  if (!s.ok()) return s;
+
+  size_t examined = 0;
+  for (const KeyRange& range : request.ranges) {
+    std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
+    std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
+    if (lower) sql += BoundSql(*lower, /*lower=*/true, 2);
+    if (range.upper) sql += BoundSql(*range.upper, /*lower=*/false, 4);
+    sql += " ORDER BY pk, rk";
+    Stmt stmt;
+    s = c->Prepare(sql, &stmt);
+    if (!s.ok()) return s;
+    stmt.BindInt64(1, id);
+    if (lower) BindBound(&stmt, *lower, 2);
+    if (range.upper) BindBound(&stmt, *range.upper, 4);
+    int rc;
+    while ((rc = stmt.Step()) == SQLITE_ROW) {
+      if (examined >= request.max_examined || result->entities.size() >= request.limit) {
+        // Budget spent: this row is where the next page starts.
+        auto pk = DecodeKey(stmt.ColumnBlob(0));
+        if (!pk.ok()) return pk.status();
+        auto rk = DecodeKey(stmt.ColumnBlob(1));
+        if (!rk.ok()) return rk.status();
+        result->next = EntityKey{std::move(pk).value(), std::move(rk).value()};
+        return Status::Ok();
+      }
+      ++examined;
+      Entity entity;
+      s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2), stmt.ColumnBlob(3),
+                    &entity);
+      if (!s.ok()) return s;
+      if (!request.predicate || request.predicate(entity)) {
+        result->entities.push_back(std::move(entity));
+      }
+    }
+    if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::Apply(const std::string& account, const std::string& table,
+                          const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) {
+  std::vector<int64_t> timestamps;
+  timestamps.reserve(ops.size());
+  size_t failed = 0;
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    Connection* w = writer_.get();
+    s = w->Exec("BEGIN IMMEDIATE");
+    int64_t id = 0;
+    if (s.ok()) s = LookupTable(w, account, table, &id);
+    // The whole Apply shares one timestamp unless an entity's previous one
+    // is not below it (clock stepped back); writes stay strictly increasing
+    // per entity either way.
+    const int64_t base = NextTimestamp();
+    std::string props_blob;
+    std::vector<Property> props;
+    for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
+      const WriteOp& op = ops[i];
+      failed = i;
+      const Entity& e = op.entity;
+      if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
+        s = Status::InvalidArgument("InvalidKey");
+        break;
+      }
+      std::string pk = EncodeKey(e.partition_key);
+      std::string rk = EncodeKey(e.row_key);
+
+      bool exists = false;
+      int64_t prev_ts = 0;
+      {
+        Stmt get;
+        s = w->Prepare("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
+                       &get);
+        if (!s.ok()) break;
+        get.BindInt64(1, id);
+        get.BindBlob(2, pk);
+        get.BindBlob(3, rk);
+        int rc = get.Step();
+        if (rc == SQLITE_ROW) {
+          exists = true;
+          prev_ts = get.ColumnInt64(0);
+          props_blob.assign(get.ColumnBlob(1));
+        } else if (rc != SQLITE_DONE) {
+          s = SqlStatus(w->db, rc, "read entity");
+          break;
+        }
+      }
+
+      bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
+                         op.kind == WriteKind::kDelete;
+      if (op.kind == WriteKind::kInsert && exists) {
+        s = Status::AlreadyExists();
+        break;
+      }
+      if (conditional && !exists) {
+        s = Status::NotFound();
+        break;
+      }
+      if (conditional && op.if_match && *op.if_match != prev_ts) {
+        s = Status::ConditionFailed();
+        break;
+      }
+
+      if (op.kind == WriteKind::kDelete) {
+        Stmt del;
+        s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &del);
+        if (!s.ok()) break;
+        del.BindInt64(1, id);
+        del.BindBlob(2, pk);
+        del.BindBlob(3, rk);
+        int rc = del.Step();
+        if (rc != SQLITE_DONE) {
+          s = SqlStatus(w->db, rc, "delete entity");
+          break;
+        }
+        timestamps.push_back(0);
+        continue;
+      }
+
+      bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
+      const std::vector<Property>* final_props = &e.properties;
+      if (merge) {
+        s = DecodeProperties(props_blob, &props);
+        if (!s.ok()) break;
+        MergeProperties(e.properties, &props);
+        final_props = &props;
+      }
+      if (final_props->size() > kMaxCustomProperties) {
+        s = Status::InvalidArgument("TooManyProperties");
+        break;
+      }
+      int64_t ts = exists ? std::max(base, prev_ts + 1) : base;
+      last_timestamp_ = std::max(last_timestamp_, ts);
+      props_blob.clear();
+      EncodeProperties(*final_props, &props_blob);
+
+      Stmt put;
+      s = w->Prepare(
+          "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
+          "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
+          &put);
+      if (!s.ok()) break;
+      put.BindInt64(1, id);
+      put.BindBlob(2, pk);
+      put.BindBlob(3, rk);
+      put.BindInt64(4, ts);
+      put.BindBlob(5, props_blob);
+      int rc = put.Step();
+      if (rc != SQLITE_DONE) {
+        s = SqlStatus(w->db, rc, "write entity");
+        break;
+      }
+      timestamps.push_back(ts);
+    }
+    if (s.ok()) {
+      failed = 0;
+      s = w->Commit();
+    } else {
+      w->RollbackIfActive();
+    }
+  }
+  if (!s.ok()) {
+    if (error != nullptr) *error = ApplyError{s, failed};
+    return s;
+  }
+  if (result != nullptr) result->timestamps = std::move(timestamps);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Reaping.
+
+void SqliteStore::WakeReaper() {
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    reap_pending_ = true;
+  }
+  reap_cv_.notify_all();
+}
+
+void SqliteStore::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(reap_mu_);
+  while (true) {
+    reap_cv_.wait(lock, [this] { return stopping_ || reap_pending_; });
+    if (stopping_) return;
+    reap_pending_ = false;
+    bool more = true;
+    Status s;
+    while (more && s.ok()) {
+      lock.unlock();
+      s = ReapChunk(&more);
+      lock.lock();
+      if (stopping_) return;
+      // Between chunks, leave the writer connection to request threads.
+      if (more && s.ok()) reap_cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    if (!s.ok()) {
+      // Typically kBusy; try again a little later.
+      reap_pending_ = true;
+      reap_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    }
+  }
+}
+
+Status SqliteStore::ReapChunk(bool* more) {
+  *more = false;
+  return WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    {
+      Stmt pick;
+      Status s = w->Prepare("SELECT table_id FROM doomed_tables LIMIT 1", &pick);
+      if (!s.ok()) return s;
+      int rc = pick.Step();
+      if (rc == SQLITE_DONE) return Status::Ok();
+      if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "pick doomed table");
+      id = pick.ColumnInt64(0);
+    }
+    Stmt chunk;
+    Status s = w->Prepare(
+        "DELETE FROM entities WHERE table_id = ?1 AND (pk, rk) IN "
+        "(SELECT pk, rk FROM entities WHERE table_id = ?1 ORDER BY pk, rk LIMIT ?2)",
+        &chunk);
+    if (!s.ok()) return s;
+    chunk.BindInt64(1, id);
+    chunk.BindInt64(2, static_cast<int64_t>(std::max<size_t>(1, options_.reap_chunk_rows)));
+    int rc = chunk.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "reap rows");
+    if (static_cast<size_t>(sqlite3_changes64(w->db)) < options_.reap_chunk_rows) {
+      Stmt done;
+      s = w->Prepare("DELETE FROM doomed_tables WHERE table_id = ?1", &done);
+      if (!s.ok()) return s;
+      done.BindInt64(1, id);
+      rc = done.Step();
+      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "finish reaping");
+    }
+    *more = true;
+    return Status::Ok();
+  });
+}
+
+Result<uint64_t> SqliteStore::CountEntityRowsForTesting() {
+  ReadLease lease(this);
+  Stmt stmt;
+  Status s = lease.conn()->Prepare("SELECT count(*) FROM entities", &stmt);
+  if (!s.ok()) return s;
+  int rc = stmt.Step();
+  if (rc != SQLITE_ROW) return SqlStatus(lease.conn()->db, rc, "count");
+  return static_cast<uint64_t>(stmt.ColumnInt64(0));
+}
+
+Result<uint64_t> SqliteStore::CountPendingReapsForTesting() {
+  ReadLease lease(this);
+  Stmt stmt;
+  Status s = lease.conn()->Prepare("SELECT count(*) FROM doomed_tables", &stmt);
+  if (!s.ok()) return s;
+  int rc = stmt.Step();
+  if (rc != SQLITE_ROW) return SqlStatus(lease.conn()->db, rc, "count");
+  return static_cast<uint64_t>(stmt.ColumnInt64(0));
+}
+
+}  // namespace cerulean::storage

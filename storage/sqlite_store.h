@@ -1,0 +1,131 @@
+// SqliteStore: the Store backed by one SQLite database (a file in WAL mode, or
+// a private in-memory database). Schema, encodings and the reaping of deleted
+// tables are described in storage/README.md.
+// Thread-safety: every method may be called concurrently from any thread
+// (as Store requires). Writes are serialized on one writer connection; file
+// stores read through a pool of reader connections that run concurrently
+// with the writer; in-memory stores serve everything from one connection
+// under a mutex. A background reaper thread, owned by the store, deletes the
+// rows of dropped tables; the destructor stops and joins it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/store.h"
+
+namespace cerulean::storage {
+
+struct SqliteStoreOptions {
+  // Database file; its directory is created if missing. Ignored when
+  // `in_memory` is set.
+  std::string path;
+  // A private database that lives as long as the store.
+  bool in_memory = false;
+  // Reader connections of a file store (at least 1). Unused in memory.
+  size_t reader_pool_size = 4;
+  // How long a connection waits on a lock held by another connection before
+  // giving up with kBusy.
+  std::chrono::milliseconds busy_timeout{5000};
+  // Rows of a dropped table deleted per reaper transaction: small enough
+  // that writers wait only briefly for the writer connection.
+  size_t reap_chunk_rows = 2000;
+  // Run the reaper thread. Tests turn it off to observe orphaned rows.
+  bool background_reaping = true;
+};
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) the database described by `options`, brings
+  // its schema to the current version and starts the reaper, which resumes
+  // reclaiming tables dropped before a restart.
+  static Result<std::unique_ptr<SqliteStore>> Open(const SqliteStoreOptions& options);
+
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  Status CreateTable(const std::string& account, const std::string& table) override;
+  Status DeleteTable(const std::string& account, const std::string& table) override;
+  Result<std::string> GetTable(const std::string& account, const std::string& table) override;
+  Status ScanTables(const std::string& account, const std::string& start,
+                    const std::function<bool(const std::string&)>& visit) override;
+
+  // GetTableAcl returns "" for a table whose ACL was never set;
+  // GetServiceProperties returns "" for an account whose properties were
+  // never set (the caller supplies defaults).
+  Result<std::string> GetTableAcl(const std::string& account, const std::string& table) override;
+  Status SetTableAcl(const std::string& account, const std::string& table,
+                     const std::string& acl) override;
+  Result<std::string> GetServiceProperties(const std::string& account) override;
+  Status SetServiceProperties(const std::string& account, const std::string& props) override;
+
+  Result<Entity> GetEntity(const std::string& account, const std::string& table,
+                           const std::string& partition_key, const std::string& row_key) override;
+  // The predicate runs while a connection is held: it must not call back
+  // into the store.
+  Status Scan(const std::string& account, const std::string& table, const ScanRequest& request,
+              ScanResult* result) override;
+  // Besides the Store statuses: kInvalidArgument ("InvalidKey") for a key
+  // holding a 0xFE or 0xFF byte (never valid UTF-8). A failure of the final
+  // commit reports index 0.
+  Status Apply(const std::string& account, const std::string& table,
+               const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) override;
+
+  Status ResetAccount(const std::string& account) override;
+  bool Healthy() override;
+
+  // Introspection for tests: entity rows stored (live or awaiting reaping),
+  // and dropped tables whose rows are not yet fully reclaimed.
+  Result<uint64_t> CountEntityRowsForTesting();
+  Result<uint64_t> CountPendingReapsForTesting();
+
+ private:
+  struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
+  class ReadLease;    // a connection borrowed for reading
+
+  explicit SqliteStore(const SqliteStoreOptions& options);
+  Status Init();
+
+  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT on the writer connection;
+  // rolls back iff `body` or the commit fails.
+  template <typename Body>
+  Status WriteTransaction(Body&& body);
+
+  void WakeReaper();
+  void ReaperLoop();
+  // Deletes one chunk of a dropped table's rows. Sets *more iff work may
+  // remain.
+  Status ReapChunk(bool* more);
+
+  // Server time for the next write: strictly above every timestamp this
+  // store handed out before. REQUIRES: writer_mu_ held.
+  int64_t NextTimestamp();
+
+  const SqliteStoreOptions options_;
+
+  // The writer connection; in memory also the only connection.
+  std::mutex writer_mu_;
+  std::unique_ptr<Connection> writer_;  // guarded by writer_mu_
+  int64_t last_timestamp_ = 0;          // guarded by writer_mu_
+
+  // Idle reader connections of a file store.
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+
+  // Reaper state.
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  bool reap_pending_ = false;  // guarded by reap_mu_
+  bool stopping_ = false;      // guarded by reap_mu_
+  std::thread reaper_;
+};
+
+}  // namespace cerulean::storage

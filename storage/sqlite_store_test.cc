@@ -1,0 +1,799 @@
+// The Store suite, run once per SqliteStore backend (file, in-memory).
+#include "storage/sqlite_store.h"
+
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/test_util.h"
+
+namespace cerulean::storage {
+namespace {
+
+using test::Ent;
+using test::Insert;
+using test::Keys;
+using test::Op;
+using test::TempDir;
+
+struct FileBackend {
+  static constexpr bool kFile = true;
+};
+struct MemoryBackend {
+  static constexpr bool kFile = false;
+};
+
+template <typename B>
+std::unique_ptr<SqliteStore> OpenStore(const TempDir& dir, SqliteStoreOptions options = {}) {
+  options.in_memory = !B::kFile;
+  options.path = dir.path() + "/sub/dir/store.db";
+  auto store = SqliteStore::Open(options);
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  return std::move(store).value();
+}
+
+std::vector<std::string> TableNames(Store& store, const std::string& account,
+                                    const std::string& start = "") {
+  std::vector<std::string> names;
+  Status s = store.ScanTables(account, start, [&](const std::string& n) {
+    names.push_back(n);
+    return true;
+  });
+  REQUIRE(s.ok());
+  return names;
+}
+
+// Scans everything the request admits, following continuations.
+std::vector<Entity> ScanAll(Store& store, const std::string& table, ScanRequest req) {
+  std::vector<Entity> all;
+  for (int pages = 0; pages < 100000; ++pages) {
+    ScanResult res;
+    Status s = store.Scan("acct", table, req, &res);
+    REQUIRE_MESSAGE(s.ok(), s.ToString());
+    all.insert(all.end(), res.entities.begin(), res.entities.end());
+    if (!res.next) return all;
+    req.start = res.next;
+  }
+  FAIL("too many pages");
+  return all;
+}
+
+TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  CHECK(store->Healthy());
+  CHECK(store->GetTable("acct", "Missing").status().code() == StatusCode::kTableNotFound);
+  REQUIRE(store->CreateTable("acct", "MyTable").ok());
+  CHECK(store->CreateTable("acct", "mytable").code() == StatusCode::kTableAlreadyExists);
+  CHECK(store->CreateTable("acct", "MYTABLE").code() == StatusCode::kTableAlreadyExists);
+  auto name = store->GetTable("acct", "MYTABLE");
+  REQUIRE(name.ok());
+  CHECK(*name == "MyTable");
+  // Accounts are separate namespaces.
+  CHECK(store->GetTable("other", "MyTable").status().code() == StatusCode::kTableNotFound);
+  REQUIRE(store->CreateTable("other", "MyTable").ok());
+
+  // Ordinal name order: upper case before lower case.
+  REQUIRE(store->CreateTable("acct", "beta").ok());
+  REQUIRE(store->CreateTable("acct", "Alpha").ok());
+  REQUIRE(store->CreateTable("acct", "Zed").ok());
+  CHECK(TableNames(*store, "acct") == std::vector<std::string>{"Alpha", "MyTable", "Zed", "beta"});
+  CHECK(TableNames(*store, "acct", "N") == std::vector<std::string>{"Zed", "beta"});
+  CHECK(TableNames(*store, "acct", "MyTable") ==
+        std::vector<std::string>{"MyTable", "Zed", "beta"});
+  CHECK(TableNames(*store, "nobody").empty());
+  int visited = 0;
+  REQUIRE(store
+              ->ScanTables("acct", "",
+                           [&](const std::string&) {
+                             ++visited;
+                             return visited < 2;
+                           })
+              .ok());
+  CHECK(visited == 2);
+
+  // Delete, case-insensitively; the name is free at once.
+  REQUIRE(store->Apply("acct", "mytable", {Insert("p", "r")}, nullptr, nullptr).ok());
+  REQUIRE(store->DeleteTable("acct", "mYtAbLe").ok());
+  CHECK(store->GetTable("acct", "MyTable").status().code() == StatusCode::kTableNotFound);
+  CHECK(store->DeleteTable("acct", "MyTable").code() == StatusCode::kTableNotFound);
+  CHECK(store->GetEntity("acct", "MyTable", "p", "r").status().code() ==
+        StatusCode::kTableNotFound);
+  REQUIRE(store->CreateTable("acct", "mytable").ok());
+  CHECK(*store->GetTable("acct", "MyTable") == "mytable");
+  CHECK(store->GetEntity("acct", "MyTable", "p", "r").status().code() == StatusCode::kNotFound);
+  CHECK(ScanAll(*store, "mytable", {}).empty());
+  CHECK(store->GetTable("other", "MyTable").ok());
+}
+
+TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  std::set<std::string> expected;
+  for (int i = 0; i < 600; ++i) {
+    std::string name = "t" + std::to_string(i * 7919 % 1000);
+    REQUIRE(store->CreateTable("acct", name).ok());
+    expected.insert(name);
+  }
+  std::vector<std::string> names;
+  // The visitor may call into the store (no connection is held).
+  REQUIRE(store
+              ->ScanTables("acct", "",
+                           [&](const std::string& n) {
+                             names.push_back(n);
+                             return store->GetTable("acct", n).ok();
+                           })
+              .ok());
+  CHECK(names == std::vector<std::string>(expected.begin(), expected.end()));
+}
+
+TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  CHECK(store->GetTableAcl("acct", "t1").status().code() == StatusCode::kTableNotFound);
+  CHECK(store->SetTableAcl("acct", "t1", "x").code() == StatusCode::kTableNotFound);
+  REQUIRE(store->CreateTable("acct", "T1").ok());
+  CHECK(*store->GetTableAcl("acct", "t1") == "");
+  REQUIRE(store->SetTableAcl("acct", "t1", "<SignedIdentifiers/>").ok());
+  CHECK(*store->GetTableAcl("acct", "T1") == "<SignedIdentifiers/>");
+
+  CHECK(*store->GetServiceProperties("acct") == "");
+  REQUIRE(store->SetServiceProperties("acct", "props-1").ok());
+  REQUIRE(store->SetServiceProperties("acct", "props-2").ok());
+  REQUIRE(store->SetServiceProperties("other", "other-props").ok());
+  CHECK(*store->GetServiceProperties("acct") == "props-2");
+
+  // A recreated table starts without an ACL.
+  REQUIRE(store->DeleteTable("acct", "t1").ok());
+  REQUIRE(store->CreateTable("acct", "t1").ok());
+  CHECK(*store->GetTableAcl("acct", "t1") == "");
+}
+
+TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  for (const char* account : {"acct", "other"}) {
+    REQUIRE(store->CreateTable(account, "t1").ok());
+    REQUIRE(store->CreateTable(account, "t2").ok());
+    REQUIRE(store->Apply(account, "t1", {Insert("p", "r")}, nullptr, nullptr).ok());
+    REQUIRE(store->SetServiceProperties(account, "props").ok());
+  }
+  REQUIRE(store->ResetAccount("acct").ok());
+  CHECK(TableNames(*store, "acct").empty());
+  CHECK(*store->GetServiceProperties("acct") == "");
+  CHECK(TableNames(*store, "other") == std::vector<std::string>{"t1", "t2"});
+  CHECK(store->GetEntity("other", "t1", "p", "r").ok());
+  CHECK(*store->GetServiceProperties("other") == "props");
+  REQUIRE(store->CreateTable("acct", "t1").ok());
+  CHECK(store->GetEntity("acct", "t1", "p", "r").status().code() == StatusCode::kNotFound);
+  REQUIRE(store->ResetAccount("nobody").ok());
+  // The reset account's rows are reclaimed in the background.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((*store->CountEntityRowsForTesting() != 1 || *store->CountPendingReapsForTesting() != 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(*store->CountEntityRowsForTesting() == 1);
+  CHECK(*store->CountPendingReapsForTesting() == 0);
+}
+
+TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  ApplyResult res;
+  ApplyError err;
+  auto apply = [&](WriteOp op) { return store->Apply("acct", "T", {std::move(op)}, &res, &err); };
+  auto get = [&](const std::string& pk, const std::string& rk) {
+    auto e = store->GetEntity("acct", "t", pk, rk);
+    REQUIRE_MESSAGE(e.ok(), e.status().ToString());
+    return std::move(e).value();
+  };
+
+  SUBCASE("missing table") {
+    Status s = store->Apply("acct", "nope", {Insert("p", "r")}, &res, &err);
+    CHECK(s.code() == StatusCode::kTableNotFound);
+    CHECK(err.status.code() == StatusCode::kTableNotFound);
+    CHECK(err.index == 0);
+  }
+
+  SUBCASE("insert") {
+    REQUIRE(apply(Insert("p", "r", {{"a", Value::Int32(1)}})).ok());
+    REQUIRE(res.timestamps.size() == 1);
+    Entity e = get("p", "r");
+    CHECK(e.partition_key == "p");
+    CHECK(e.row_key == "r");
+    CHECK(e.timestamp == res.timestamps[0]);
+    CHECK(e.properties == std::vector<Property>{{"a", Value::Int32(1)}});
+    // A plausible server time: after 2020-01-01.
+    CHECK(e.timestamp > 637134336000000000);
+    CHECK(apply(Insert("p", "r")).code() == StatusCode::kAlreadyExists);
+    CHECK(err.index == 0);
+    // Empty keys are legal.
+    REQUIRE(apply(Insert("", "")).ok());
+    CHECK(get("", "").properties.empty());
+  }
+
+  SUBCASE("update") {
+    CHECK(apply(Op(WriteKind::kUpdate, "p", "r", {})).code() == StatusCode::kNotFound);
+    REQUIRE(apply(Insert("p", "r", {{"a", Value::Int32(1)}, {"b", Value::Boolean(true)}})).ok());
+    int64_t t1 = res.timestamps[0];
+    CHECK(apply(Op(WriteKind::kUpdate, "p", "r", {}, t1 - 1)).code() ==
+          StatusCode::kConditionFailed);
+    REQUIRE(apply(Op(WriteKind::kUpdate, "p", "r", {{"c", Value::String("x")}}, t1)).ok());
+    int64_t t2 = res.timestamps[0];
+    CHECK(t2 > t1);
+    Entity e = get("p", "r");
+    CHECK(e.timestamp == t2);
+    CHECK(e.properties == std::vector<Property>{{"c", Value::String("x")}});
+    // If-Match "*".
+    REQUIRE(apply(Op(WriteKind::kUpdate, "p", "r", {}, std::nullopt)).ok());
+    CHECK(get("p", "r").properties.empty());
+    CHECK(res.timestamps[0] > t2);
+    // The stale ETag no longer matches.
+    CHECK(apply(Op(WriteKind::kUpdate, "p", "r", {}, t2)).code() == StatusCode::kConditionFailed);
+  }
+
+  SUBCASE("merge") {
+    CHECK(apply(Op(WriteKind::kMerge, "p", "r", {})).code() == StatusCode::kNotFound);
+    REQUIRE(apply(Insert("p", "r", {{"a", Value::Int32(1)}, {"b", Value::Boolean(true)}})).ok());
+    int64_t t1 = res.timestamps[0];
+    CHECK(apply(Op(WriteKind::kMerge, "p", "r", {}, t1 + 1)).code() ==
+          StatusCode::kConditionFailed);
+    REQUIRE(apply(Op(WriteKind::kMerge, "p", "r",
+                     {{"c", Value::Double(2.5)}, {"a", Value::String("now a string")}}, t1))
+                .ok());
+    Entity e = get("p", "r");
+    CHECK(e.timestamp > t1);
+    CHECK(e.properties == std::vector<Property>{{"a", Value::String("now a string")},
+                                                {"b", Value::Boolean(true)},
+                                                {"c", Value::Double(2.5)}});
+  }
+
+  SUBCASE("merge over the property limit") {
+    std::vector<Property> props;
+    for (size_t i = 0; i < kMaxCustomProperties; ++i) {
+      props.push_back({"p" + std::to_string(i), Value::Int32(static_cast<int32_t>(i))});
+    }
+    REQUIRE(apply(Insert("p", "r", props)).ok());
+    // Overwriting existing names keeps the count.
+    REQUIRE(apply(Op(WriteKind::kMerge, "p", "r", {{"p0", Value::Int64(5)}})).ok());
+    Status s = apply(Op(WriteKind::kMerge, "p", "r", {{"extra", Value::Int32(1)}}));
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == "TooManyProperties");
+    s = apply(Op(WriteKind::kInsertOrMerge, "p", "r", {{"extra", Value::Int32(1)}}));
+    CHECK(s.message() == "TooManyProperties");
+    CHECK(get("p", "r").properties.size() == kMaxCustomProperties);
+    CHECK(get("p", "r").properties[0].value == Value::Int64(5));
+  }
+
+  SUBCASE("delete") {
+    CHECK(apply(Op(WriteKind::kDelete, "p", "r", {})).code() == StatusCode::kNotFound);
+    REQUIRE(apply(Insert("p", "r")).ok());
+    int64_t t1 = res.timestamps[0];
+    CHECK(apply(Op(WriteKind::kDelete, "p", "r", {}, t1 + 7)).code() ==
+          StatusCode::kConditionFailed);
+    REQUIRE(apply(Op(WriteKind::kDelete, "p", "r", {}, t1)).ok());
+    CHECK(res.timestamps == std::vector<int64_t>{0});
+    CHECK(store->GetEntity("acct", "t", "p", "r").status().code() == StatusCode::kNotFound);
+    REQUIRE(apply(Insert("p", "r")).ok());
+    REQUIRE(apply(Op(WriteKind::kDelete, "p", "r", {}, std::nullopt)).ok());
+    CHECK(store->GetEntity("acct", "t", "p", "r").status().code() == StatusCode::kNotFound);
+  }
+
+  SUBCASE("insert or replace") {
+    REQUIRE(apply(Op(WriteKind::kInsertOrReplace, "p", "r", {{"a", Value::Int32(1)}})).ok());
+    int64_t t1 = res.timestamps[0];
+    // if_match is ignored for upserts.
+    REQUIRE(
+        apply(Op(WriteKind::kInsertOrReplace, "p", "r", {{"b", Value::Int32(2)}}, t1 - 100)).ok());
+    Entity e = get("p", "r");
+    CHECK(e.timestamp > t1);
+    CHECK(e.properties == std::vector<Property>{{"b", Value::Int32(2)}});
+  }
+
+  SUBCASE("insert or merge") {
+    REQUIRE(apply(Op(WriteKind::kInsertOrMerge, "p", "r", {{"a", Value::Int32(1)}})).ok());
+    REQUIRE(apply(Op(WriteKind::kInsertOrMerge, "p", "r", {{"b", Value::Int32(2)}})).ok());
+    CHECK(get("p", "r").properties ==
+          std::vector<Property>{{"a", Value::Int32(1)}, {"b", Value::Int32(2)}});
+  }
+
+  SUBCASE("keys that are not UTF-8 are refused") {
+    Status s = apply(Insert(std::string("\xFE", 1), "r"));
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(store->GetEntity("acct", "t", std::string("\xFE", 1), "r").status().code() ==
+          StatusCode::kNotFound);
+  }
+
+  SUBCASE("timestamps strictly increase per entity") {
+    REQUIRE(apply(Insert("p", "r")).ok());
+    int64_t prev = res.timestamps[0];
+    for (int i = 0; i < 200; ++i) {
+      REQUIRE(apply(Op(WriteKind::kMerge, "p", "r", {{"i", Value::Int32(i)}}, prev)).ok());
+      CHECK(res.timestamps[0] > prev);
+      prev = res.timestamps[0];
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store
+              ->Apply("acct", "t", {Insert("p", "existing", {{"v", Value::Int32(1)}})}, nullptr,
+                      nullptr)
+              .ok());
+  Entity before = *store->GetEntity("acct", "t", "p", "existing");
+
+  ApplyResult res;
+  ApplyError err;
+  std::vector<WriteOp> batch = {
+      Insert("p", "a"), Op(WriteKind::kMerge, "p", "existing", {{"v", Value::Int32(2)}}),
+      Insert("p", "b"), Op(WriteKind::kUpdate, "p", "missing", {}),
+      Insert("p", "c"),
+  };
+  Status s = store->Apply("acct", "t", batch, &res, &err);
+  CHECK(s.code() == StatusCode::kNotFound);
+  CHECK(err.status.code() == StatusCode::kNotFound);
+  CHECK(err.index == 3);
+  CHECK(ScanAll(*store, "t", {}).size() == 1);
+  CHECK(*store->GetEntity("acct", "t", "p", "existing") == before);
+
+  batch[3] = Op(WriteKind::kDelete, "p", "existing", {}, before.timestamp + 1);
+  s = store->Apply("acct", "t", batch, &res, &err);
+  CHECK(s.code() == StatusCode::kConditionFailed);
+  CHECK(err.index == 3);
+  CHECK(ScanAll(*store, "t", {}).size() == 1);
+
+  // The same batch minus the failing op applies in full, one timestamp per op.
+  batch.erase(batch.begin() + 3);
+  REQUIRE(store->Apply("acct", "t", batch, &res, &err).ok());
+  CHECK(res.timestamps.size() == 4);
+  CHECK(ScanAll(*store, "t", {}).size() == 4);
+  CHECK(store->GetEntity("acct", "t", "p", "existing")->properties ==
+        std::vector<Property>{{"v", Value::Int32(2)}});
+  // An empty Apply is fine.
+  REQUIRE(store->Apply("acct", "t", {}, &res, &err).ok());
+  CHECK(res.timestamps.empty());
+}
+
+TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  std::vector<WriteOp> ops;
+  for (int p = 0; p < 5; ++p) {
+    for (int r = 0; r < 10; ++r) {
+      ops.push_back(Insert("p" + std::to_string(p), "r" + std::to_string(r),
+                           {{"n", Value::Int32(p * 10 + r)}}));
+    }
+  }
+  REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+
+  ScanRequest all;
+  ScanResult res;
+  REQUIRE(store->Scan("acct", "t", all, &res).ok());
+  REQUIRE(res.entities.size() == 50);
+  CHECK_FALSE(res.next);
+  for (int i = 0; i < 50; ++i) CHECK(*res.entities[i].Find("n") == Value::Int32(i));
+
+  CHECK(store->Scan("acct", "nope", all, &res).code() == StatusCode::kTableNotFound);
+
+  auto keys = [&](ScanRequest req) {
+    ScanResult r;
+    Status s = store->Scan("acct", "t", req, &r);
+    REQUIRE_MESSAGE(s.ok(), s.ToString());
+    return Keys(r.entities);
+  };
+  auto range = [](std::optional<KeyBound> lo, std::optional<KeyBound> hi) {
+    return KeyRange{std::move(lo), std::move(hi)};
+  };
+
+  SUBCASE("partition-only bounds") {
+    ScanRequest req;
+    req.ranges = {range(KeyBound{"p1", std::nullopt, true}, KeyBound{"p1", std::nullopt, true})};
+    CHECK(keys(req).size() == 10);
+    req.ranges = {range(KeyBound{"p1", std::nullopt, false}, KeyBound{"p3", std::nullopt, false})};
+    auto k = keys(req);
+    REQUIRE(k.size() == 10);
+    CHECK(k.front() == "p2/r0");
+    CHECK(k.back() == "p2/r9");
+  }
+
+  SUBCASE("composite bounds and several ranges") {
+    ScanRequest req;
+    req.ranges = {
+        range(KeyBound{"p0", "r8", false}, KeyBound{"p1", "r1", true}),
+        range(KeyBound{"p3", "r5", true}, KeyBound{"p3", "r7", false}),
+        range(KeyBound{"p4", "r9", true}, std::nullopt),
+    };
+    CHECK(keys(req) ==
+          std::vector<std::string>{"p0/r9", "p1/r0", "p1/r1", "p3/r5", "p3/r6", "p4/r9"});
+  }
+
+  SUBCASE("empty range list and empty ranges") {
+    ScanRequest req;
+    req.ranges = {};
+    CHECK(keys(req).empty());
+    req.ranges = {range(KeyBound{"p2", "r5", true}, KeyBound{"p2", "r5", false})};
+    CHECK(keys(req).empty());
+    req.ranges = {range(KeyBound{"q", std::nullopt, true}, std::nullopt)};
+    CHECK(keys(req).empty());
+  }
+
+  SUBCASE("start") {
+    ScanRequest req;
+    req.start = EntityKey{"p3", "r7"};
+    auto k = keys(req);
+    REQUIRE(k.size() == 13);
+    CHECK(k.front() == "p3/r7");
+    // Start before a range's lower bound: the bound wins.
+    req.ranges = {range(KeyBound{"p4", "r5", false}, std::nullopt)};
+    CHECK(keys(req).front() == "p4/r6");
+    // Start inside an exclusive partition bound: the partition is skipped.
+    req.ranges = {range(KeyBound{"p3", std::nullopt, false}, std::nullopt)};
+    CHECK(keys(req).front() == "p4/r0");
+    // Start past a range: that range contributes nothing.
+    req.ranges = {range(std::nullopt, KeyBound{"p1", std::nullopt, true}),
+                  range(KeyBound{"p3", std::nullopt, true}, std::nullopt)};
+    CHECK(keys(req).front() == "p3/r7");
+    // Start on a key that does not exist.
+    req.ranges = {KeyRange::All()};
+    req.start = EntityKey{"p2", "r55"};
+    CHECK(keys(req).front() == "p2/r6");
+  }
+
+  SUBCASE("limit and next") {
+    ScanRequest req;
+    req.limit = 7;
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    CHECK(res.entities.size() == 7);
+    REQUIRE(res.next);
+    CHECK(*res.next == EntityKey{"p0", "r7"});
+    // Limit reached exactly at the end of a range: next is the first row of
+    // a later range.
+    req.ranges = {range(KeyBound{"p0", std::nullopt, true}, KeyBound{"p0", "r1", true}),
+                  range(KeyBound{"p2", "r4", true}, std::nullopt)};
+    req.limit = 2;
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    CHECK(Keys(res.entities) == std::vector<std::string>{"p0/r0", "p0/r1"});
+    REQUIRE(res.next);
+    CHECK(*res.next == EntityKey{"p2", "r4"});
+    // Limit reached at the very end: nothing remains.
+    req.ranges = {range(KeyBound{"p4", "r8", true}, std::nullopt)};
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    CHECK(res.entities.size() == 2);
+    CHECK_FALSE(res.next);
+    req.limit = 0;
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    CHECK(res.entities.empty());
+    REQUIRE(res.next);
+    CHECK(*res.next == EntityKey{"p4", "r8"});
+  }
+
+  SUBCASE("predicate and max_examined") {
+    ScanRequest req;
+    req.predicate = [](const Entity& e) { return e.Find("n")->int32() % 10 == 9; };
+    req.max_examined = 15;
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    CHECK(Keys(res.entities) == std::vector<std::string>{"p0/r9"});
+    REQUIRE(res.next);
+    CHECK(*res.next == EntityKey{"p1", "r5"});
+    req.max_examined = SIZE_MAX;
+    CHECK(ScanAll(*store, "t", req).size() == 5);
+    req.limit = 2;
+    req.max_examined = 3;
+    CHECK(ScanAll(*store, "t", req).size() == 5);
+  }
+
+  SUBCASE("paging visits every row once") {
+    ScanRequest req;
+    req.limit = 3;
+    auto rows = ScanAll(*store, "t", req);
+    CHECK(rows.size() == 50);
+    req.limit = 50;
+    CHECK(ScanAll(*store, "t", req).size() == 50);
+  }
+}
+
+TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  const std::vector<std::string> pieces = {"",
+                                           "a",
+                                           "b",
+                                           "'",
+                                           "_",
+                                           "\xC3\xA9" /* U+00E9 */,
+                                           "\xEE\x80\x80" /* U+E000 */,
+                                           "\xEF\xBF\xBD" /* U+FFFD */,
+                                           "\xF0\x9F\x98\x80" /* U+1F600 */,
+                                           "A"};
+  unsigned seed = static_cast<unsigned>(std::random_device{}());
+  MESSAGE("seed " << seed);
+  std::mt19937 rng(seed);
+  auto random_key = [&] {
+    std::string s;
+    for (int n = static_cast<int>(rng() % 4); n > 0; --n) s += pieces[rng() % pieces.size()];
+    return s;
+  };
+  std::map<std::pair<std::string, std::string>, int> model;
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 400; ++i) {
+    std::string pk = random_key(), rk = random_key();
+    if (model.count({pk, rk})) continue;
+    model[{pk, rk}] = i;
+    ops.push_back(Insert(pk, rk, {{"i", Value::Int32(i)}}));
+  }
+  REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+  std::vector<EntityKey> sorted;
+  for (const auto& [k, v] : model) sorted.push_back({k.first, k.second});
+  std::sort(sorted.begin(), sorted.end(), [](const EntityKey& a, const EntityKey& b) {
+    int c = CompareOrdinal(a.partition_key, b.partition_key);
+    return c != 0 ? c < 0 : CompareOrdinal(a.row_key, b.row_key) < 0;
+  });
+
+  auto random_bound = [&]() -> std::optional<KeyBound> {
+    if (rng() % 4 == 0) return std::nullopt;
+    KeyBound b{random_key(), std::nullopt, rng() % 2 == 0};
+    if (rng() % 2 == 0) b.row_key = random_key();
+    return b;
+  };
+  for (int iter = 0; iter < 300; ++iter) {
+    KeyRange r{random_bound(), random_bound()};
+    ScanRequest req;
+    req.ranges = {r};
+    req.limit = 1 + rng() % 20;
+    req.predicate = [](const Entity& e) { return e.Find("i")->int32() % 3 != 0; };
+    std::vector<std::string> expected;
+    for (const auto& k : sorted) {
+      if (!r.Contains(k.partition_key, k.row_key)) continue;
+      if (model[{k.partition_key, k.row_key}] % 3 == 0) continue;
+      expected.push_back(k.partition_key + "/" + k.row_key);
+    }
+    CAPTURE(r.ToString());
+    CHECK(Keys(ScanAll(*store, "t", req)) == expected);
+  }
+}
+
+TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store
+              ->Apply("acct", "t", {Insert("shared", "counter", {{"n", Value::Int64(0)}})}, nullptr,
+                      nullptr)
+              .ok());
+  constexpr int kThreads = 6;
+  constexpr int kPerThread = 150;
+  std::atomic<int> failures{0};
+  std::atomic<int> increments{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::string pk = "w" + std::to_string(t);
+        std::vector<WriteOp> ops = {Insert(pk, std::to_string(i) + "a"),
+                                    Insert(pk, std::to_string(i) + "b")};
+        if (!store->Apply("acct", "t", ops, nullptr, nullptr).ok()) ++failures;
+        // Optimistic read-modify-write of a shared counter.
+        auto e = store->GetEntity("acct", "t", "shared", "counter");
+        if (!e.ok()) {
+          ++failures;
+          continue;
+        }
+        int64_t n = e->Find("n")->int64();
+        Status s = store->Apply("acct", "t",
+                                {Op(WriteKind::kUpdate, "shared", "counter",
+                                    {{"n", Value::Int64(n + 1)}}, e->timestamp)},
+                                nullptr, nullptr);
+        if (s.ok()) {
+          ++increments;
+        } else if (s.code() != StatusCode::kConditionFailed) {
+          ++failures;
+        }
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (!done) {
+      ScanResult res;
+      ScanRequest req;
+      req.limit = 100;
+      if (!store->Scan("acct", "t", req, &res).ok()) ++failures;
+      if (!store->Healthy()) ++failures;
+    }
+  });
+  for (auto& th : threads) th.join();
+  done = true;
+  reader.join();
+  CHECK(failures == 0);
+  CHECK(ScanAll(*store, "t", {}).size() == 1 + kThreads * kPerThread * 2);
+  CHECK(store->GetEntity("acct", "t", "shared", "counter")->Find("n")->int64() == increments);
+}
+
+TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "big").ok());
+  REQUIRE(store->CreateTable("acct", "keep").ok());
+  REQUIRE(store->Apply("acct", "keep", {Insert("p", "r")}, nullptr, nullptr).ok());
+  constexpr int kRows = 50000;
+  for (int batch = 0; batch < kRows / 1000; ++batch) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 1000; ++i) {
+      ops.push_back(Insert("p" + std::to_string(batch), std::to_string(i),
+                           {{"payload", Value::String(std::string(40, 'x'))}}));
+    }
+    REQUIRE(store->Apply("acct", "big", ops, nullptr, nullptr).ok());
+  }
+  REQUIRE(*store->CountEntityRowsForTesting() == kRows + 1);
+
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(store->DeleteTable("acct", "big").ok());
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  MESSAGE(
+      "DeleteTable of " << kRows << " rows took "
+                        << std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()
+                        << " us");
+  CHECK(elapsed < std::chrono::milliseconds(250));
+  REQUIRE(store->CreateTable("acct", "BIG").ok());
+  CHECK(ScanAll(*store, "big", {}).empty());
+  // Writers proceed while the reaper works.
+  REQUIRE(store->Apply("acct", "big", {Insert("p0", "0")}, nullptr, nullptr).ok());
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while ((*store->CountEntityRowsForTesting() != 2 || *store->CountPendingReapsForTesting() != 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(*store->CountEntityRowsForTesting() == 2);
+  CHECK(*store->CountPendingReapsForTesting() == 0);
+  CHECK(store->GetEntity("acct", "keep", "p", "r").ok());
+  CHECK(ScanAll(*store, "big", {}).size() == 1);
+}
+
+TEST_CASE("store(file): data survives reopen") {
+  TempDir dir;
+  int64_t ts = 0;
+  {
+    auto store = OpenStore<FileBackend>(dir);
+    REQUIRE(store->CreateTable("acct", "Persist").ok());
+    REQUIRE(store->SetTableAcl("acct", "persist", "acl").ok());
+    REQUIRE(store->SetServiceProperties("acct", "props").ok());
+    ApplyResult res;
+    REQUIRE(store
+                ->Apply("acct", "persist", {Insert("p", "r", {{"v", Value::Double(-0.0)}})}, &res,
+                        nullptr)
+                .ok());
+    ts = res.timestamps[0];
+  }
+  auto store = OpenStore<FileBackend>(dir);
+  CHECK(*store->GetTable("acct", "PERSIST") == "Persist");
+  CHECK(*store->GetTableAcl("acct", "persist") == "acl");
+  CHECK(*store->GetServiceProperties("acct") == "props");
+  auto e = store->GetEntity("acct", "persist", "p", "r");
+  REQUIRE(e.ok());
+  CHECK(e->timestamp == ts);
+  CHECK(e->properties == std::vector<Property>{{"v", Value::Double(-0.0)}});
+  // Timestamps keep increasing for the entity after a restart.
+  ApplyResult res;
+  REQUIRE(store->Apply("acct", "persist", {Op(WriteKind::kMerge, "p", "r", {}, ts)}, &res, nullptr)
+              .ok());
+  CHECK(res.timestamps[0] > ts);
+}
+
+TEST_CASE("store(file): reaping resumes after a restart") {
+  TempDir dir;
+  SqliteStoreOptions no_reaper;
+  no_reaper.background_reaping = false;
+  {
+    auto store = OpenStore<FileBackend>(dir, no_reaper);
+    REQUIRE(store->CreateTable("acct", "t").ok());
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 5000; ++i) ops.push_back(Insert("p", std::to_string(i)));
+    REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+    REQUIRE(store->DeleteTable("acct", "t").ok());
+    REQUIRE(store->CreateTable("acct", "t").ok());
+    REQUIRE(store->Apply("acct", "t", {Insert("p", "new")}, nullptr, nullptr).ok());
+    CHECK(*store->CountEntityRowsForTesting() == 5001);
+    CHECK(*store->CountPendingReapsForTesting() == 1);
+  }
+  SqliteStoreOptions small_chunks;
+  small_chunks.reap_chunk_rows = 300;
+  auto store = OpenStore<FileBackend>(dir, small_chunks);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (*store->CountPendingReapsForTesting() != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(*store->CountPendingReapsForTesting() == 0);
+  CHECK(*store->CountEntityRowsForTesting() == 1);
+  CHECK(Keys(ScanAll(*store, "t", {})) == std::vector<std::string>{"p/new"});
+}
+
+TEST_CASE("store(file): the destructor stops a busy reaper") {
+  TempDir dir;
+  SqliteStoreOptions tiny_chunks;
+  tiny_chunks.reap_chunk_rows = 10;
+  auto store = OpenStore<FileBackend>(dir, tiny_chunks);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 20000; ++i) ops.push_back(Insert("p", std::to_string(i)));
+  REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+  REQUIRE(store->DeleteTable("acct", "t").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto t0 = std::chrono::steady_clock::now();
+  store.reset();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  // What was left is still pending and is finished by the next open.
+  store = OpenStore<FileBackend>(dir);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (*store->CountEntityRowsForTesting() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(*store->CountEntityRowsForTesting() == 0);
+}
+
+TEST_CASE("store(file): corrupt rows are reported, not trusted") {
+  TempDir dir;
+  auto store = OpenStore<FileBackend>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "r", {{"a", Value::Int32(1)}})}, nullptr, nullptr)
+              .ok());
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path() + "/sub/dir/store.db").c_str(), &db) == SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, "UPDATE entities SET props = x'0101016109'", nullptr, nullptr, &err);
+    CHECK_MESSAGE(rc == SQLITE_OK, (err ? err : ""));
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  CHECK(store->GetEntity("acct", "t", "p", "r").status().code() == StatusCode::kCorruption);
+  ScanResult res;
+  CHECK(store->Scan("acct", "t", {}, &res).code() == StatusCode::kCorruption);
+  CHECK(store->Apply("acct", "t", {Op(WriteKind::kMerge, "p", "r", {})}, nullptr, nullptr).code() ==
+        StatusCode::kCorruption);
+  // Replacing the entity heals it.
+  REQUIRE(store->Apply("acct", "t", {Op(WriteKind::kUpdate, "p", "r", {})}, nullptr, nullptr).ok());
+  CHECK(store->GetEntity("acct", "t", "p", "r").ok());
+}
+
+TEST_CASE("store: Open errors") {
+  SqliteStoreOptions options;
+  CHECK(SqliteStore::Open(options).status().code() == StatusCode::kInvalidArgument);
+  options.path = "/proc/definitely/not/writable/store.db";
+  CHECK_FALSE(SqliteStore::Open(options).ok());
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    std::string path = dir.path() + "/future.db";
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    options.path = path;
+    CHECK(SqliteStore::Open(options).status().code() == StatusCode::kCorruption);
+  }
+}
+
+}  // namespace
+}  // namespace cerulean::storage

@@ -1,0 +1,134 @@
+// The Store interface: accounts' tables and entities in key order.
+// Thread-safety: every method may be called concurrently from any thread.
+// Implementations: SqliteStore (storage/sqlite_store.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/key_range.h"
+#include "storage/status.h"
+#include "storage/value.h"
+
+namespace cerulean::storage {
+
+// Limits the store enforces on the result of a write (a merge can grow an
+// entity beyond what its request body held).
+inline constexpr size_t kMaxCustomProperties = 252;
+
+// What a write does with an existing / absent entity.
+enum class WriteKind {
+  kInsert,           // absent required (else kAlreadyExists)
+  kUpdate,           // replace; present required
+  kMerge,            // merge; present required
+  kDelete,           // present required
+  kInsertOrReplace,  // upsert, replace
+  kInsertOrMerge,    // upsert, merge
+};
+
+// One entity write. `entity` carries the keys, and the properties for every
+// kind but kDelete (its timestamp is ignored: the store assigns one).
+struct WriteOp {
+  WriteKind kind = WriteKind::kInsert;
+  Entity entity;
+  // For kUpdate, kMerge, kDelete: nullopt means If-Match "*" (must exist);
+  // a value means the entity's current timestamp must equal it (else
+  // kConditionFailed). Ignored for other kinds.
+  std::optional<int64_t> if_match;
+};
+
+// A (PartitionKey, RowKey) pair.
+struct EntityKey {
+  std::string partition_key;
+  std::string row_key;
+  friend bool operator==(const EntityKey&, const EntityKey&) = default;
+};
+
+// A query over one table. Rows are visited in key order through `ranges`,
+// starting at `start` if set; rows passing `predicate` (all rows when null)
+// are returned until `limit` matched or `max_examined` rows were read.
+struct ScanRequest {
+  // Sorted, non-overlapping ranges. An empty vector means no rows at all;
+  // {KeyRange::All()} means the whole table.
+  std::vector<KeyRange> ranges{KeyRange::All()};
+  // Continuation: resume at the first row with key >= start.
+  std::optional<EntityKey> start;
+  // Residual filter, evaluated on each row in range. May be empty.
+  std::function<bool(const Entity&)> predicate;
+  size_t limit = 1000;
+  // Budget of rows read (matching or not) before the page is cut short.
+  size_t max_examined = SIZE_MAX;
+};
+
+struct ScanResult {
+  std::vector<Entity> entities;
+  // Key of the first row in range not yet examined, if any rows may remain.
+  std::optional<EntityKey> next;
+};
+
+// Result of a successful Apply: the new timestamp of each op (0 for deletes).
+struct ApplyResult {
+  std::vector<int64_t> timestamps;
+};
+
+// Failure of an Apply: the status and the index of the op that failed.
+struct ApplyError {
+  Status status;
+  size_t index = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Tables. Names are compared case-insensitively; the case given at
+  // creation is kept and returned.
+  virtual Status CreateTable(const std::string& account, const std::string& table) = 0;
+  // kTableNotFound if absent. Must not visit the table's rows on the caller's
+  // thread: the table disappears at once, its rows are reclaimed later.
+  virtual Status DeleteTable(const std::string& account, const std::string& table) = 0;
+  // The table's name as created, or kTableNotFound.
+  virtual Result<std::string> GetTable(const std::string& account, const std::string& table) = 0;
+  // Visits the account's tables in name order, starting at the first name
+  // >= `start` (compared as created); stops when `visit` returns false.
+  virtual Status ScanTables(const std::string& account, const std::string& start,
+                            const std::function<bool(const std::string&)>& visit) = 0;
+
+  // Opaque per-table and per-account documents (ACL, service properties).
+  virtual Result<std::string> GetTableAcl(const std::string& account, const std::string& table) = 0;
+  virtual Status SetTableAcl(const std::string& account, const std::string& table,
+                             const std::string& acl) = 0;
+  virtual Result<std::string> GetServiceProperties(const std::string& account) = 0;
+  virtual Status SetServiceProperties(const std::string& account, const std::string& props) = 0;
+
+  // Entities.
+  // kTableNotFound, kNotFound or the entity.
+  virtual Result<Entity> GetEntity(const std::string& account, const std::string& table,
+                                   const std::string& partition_key,
+                                   const std::string& row_key) = 0;
+  virtual Status Scan(const std::string& account, const std::string& table,
+                      const ScanRequest& request, ScanResult* result) = 0;
+
+  // Applies `ops` atomically: all take effect or none does. On failure
+  // returns the failing op's index (kTableNotFound reports index 0).
+  // Statuses: kTableNotFound, kAlreadyExists, kNotFound, kConditionFailed,
+  // kInvalidArgument (merge result over kMaxCustomProperties; message
+  // "TooManyProperties"), kIOError.
+  // REQUIRES: no two ops address the same key.
+  virtual Status Apply(const std::string& account, const std::string& table,
+                       const std::vector<WriteOp>& ops, ApplyResult* result,
+                       ApplyError* error) = 0;
+
+  // Removes every table, entity and document of `account`, quickly.
+  virtual Status ResetAccount(const std::string& account) = 0;
+
+  // Usable for requests right now (health checks).
+  virtual bool Healthy() = 0;
+};
+
+}  // namespace cerulean::storage

@@ -1,0 +1,69 @@
+// Helpers shared by the storage tests: temporary directories and terse
+// constructors for write ops. Test-only; not part of the storage library.
+// Thread-safety: TempDir is not shared between threads; the functions are
+// pure.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "storage/store.h"
+
+namespace cerulean::storage::test {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::error_code ec;
+    std::string base = std::filesystem::temp_directory_path(ec).string();
+    if (ec || base.empty()) base = "/tmp";
+    std::string templ = base + "/cerulean_storage_XXXXXX";
+    if (mkdtemp(templ.data()) != nullptr) path_ = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // Empty if the directory could not be made.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline Entity Ent(std::string pk, std::string rk, std::vector<Property> props = {}) {
+  Entity e;
+  e.partition_key = std::move(pk);
+  e.row_key = std::move(rk);
+  e.properties = std::move(props);
+  return e;
+}
+
+inline WriteOp Op(WriteKind kind, std::string pk, std::string rk, std::vector<Property> props,
+                  std::optional<int64_t> if_match = std::nullopt) {
+  return WriteOp{kind, Ent(std::move(pk), std::move(rk), std::move(props)), if_match};
+}
+
+inline WriteOp Insert(std::string pk, std::string rk, std::vector<Property> props = {}) {
+  return Op(WriteKind::kInsert, std::move(pk), std::move(rk), std::move(props));
+}
+
+// "pk/rk" of each entity, in order.
+inline std::vector<std::string> Keys(const std::vector<Entity>& entities) {
+  std::vector<std::string> keys;
+  for (const auto& e : entities) keys.push_back(e.partition_key + "/" + e.row_key);
+  return keys;
+}
+
+}  // namespace cerulean::storage::test
