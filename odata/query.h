@@ -30,6 +30,10 @@ class Filter {
   std::shared_ptr<const Expr> root_;
 };
 
+// Names of the properties `filter` refers to, sorted, without duplicates
+// (Query Tables rejects filters on anything but TableName).
+std::vector<std::string> ReferencedProperties(const Filter& filter);
+
 // Parses a $filter expression. Errors are kInvalidArgument with a message
 // that says where, e.g. "expected ')' at 23". Never throws, bounded work for
 // any input (depth and length limits).

@@ -45,7 +45,7 @@ std::optional<int64_t> DaysFromCivil(int y, int m, int d) {
 
 std::optional<int64_t> ParseDateTime(std::string_view text) {
   size_t pos = 0;
-  int y, mo, d, h, mi, s;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
   if (!ReadDigits(text, &pos, 4, &y) || !Expect(text, &pos, '-') ||
       !ReadDigits(text, &pos, 2, &mo) || !Expect(text, &pos, '-') ||
       !ReadDigits(text, &pos, 2, &d) || !Expect(text, &pos, 'T') ||
@@ -77,7 +77,7 @@ std::optional<int64_t> ParseDateTime(std::string_view text) {
       ++pos;
     } else if (z == '+' || z == '-') {
       ++pos;
-      int oh, om;
+      int oh = 0, om = 0;
       if (!ReadDigits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') ||
           !ReadDigits(text, &pos, 2, &om) || oh > 14 || om > 59) {
         return std::nullopt;
@@ -109,9 +109,12 @@ Civil ToCivil(int64_t ticks) {
   constexpr year_month_day kEpoch{year{1}, January, day{1}};
   year_month_day ymd{sys_days{kEpoch} + std::chrono::days{days}};
   int64_t secs = rem / kTicksPerSecond;
-  return Civil{static_cast<int>(ymd.year()), static_cast<int>(static_cast<unsigned>(ymd.month())),
-               static_cast<int>(static_cast<unsigned>(ymd.day())), static_cast<int>(secs / 3600),
-               static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60),
+  return Civil{static_cast<int>(ymd.year()),
+               static_cast<int>(static_cast<unsigned>(ymd.month())),
+               static_cast<int>(static_cast<unsigned>(ymd.day())),
+               static_cast<int>(secs / 3600),
+               static_cast<int>(secs / 60 % 60),
+               static_cast<int>(secs % 60),
                rem % kTicksPerSecond};
 }
 }  // namespace
@@ -120,8 +123,8 @@ std::string FormatDateTime(int64_t ticks) {
   if (ticks < 0) ticks = 0;
   Civil c = ToCivil(ticks);
   char buf[40];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", c.y, c.m, c.d, c.hh,
-                        c.mm, c.ss);
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", c.y, c.m, c.d, c.hh, c.mm,
+                        c.ss);
   std::string out(buf, n);
   if (c.frac != 0) {
     char f[9];
@@ -138,8 +141,8 @@ std::string FormatDateTimeInvariant(int64_t ticks) {
   if (ticks < 0) ticks = 0;
   Civil c = ToCivil(ticks);
   char buf[40];
-  int n = std::snprintf(buf, sizeof buf, "%02d/%02d/%04d %02d:%02d:%02d", c.m, c.d, c.y, c.hh,
-                        c.mm, c.ss);
+  int n = std::snprintf(buf, sizeof buf, "%02d/%02d/%04d %02d:%02d:%02d", c.m, c.d, c.y, c.hh, c.mm,
+                        c.ss);
   return std::string(buf, n);
 }
 

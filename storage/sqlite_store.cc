@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "storage/codec.h"
+#include "storage/edm_text.h"
 
 namespace cerulean::storage {
 
@@ -52,14 +53,6 @@ constexpr const char* kSchemaV1[] = {
     "CREATE TABLE doomed_tables(table_id INTEGER PRIMARY KEY)",
 };
 
-constexpr int64_t kUnixEpochTicks = 621355968000000000;
-
-int64_t NowTicks() {
-  auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count() / 100 +
-         kUnixEpochTicks;
-}
-
 // Table names are ASCII; other bytes are left as they are.
 std::string LowerAscii(std::string_view s) {
   std::string out(s);
@@ -91,8 +84,9 @@ Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
 }
 
 // A cached prepared statement in use. Resets the statement and clears its
-// bindings when it goes out of scope, so the cache entry is ready for reuse.
-// Bind errors are remembered and reported by the first Step().
+// bindings when it goes out of scope, so the cache entry is ready for reuse,
+// and adds the VM steps it executed to the store's counter. Bind errors are
+// remembered and reported by the first Step().
 class Stmt {
  public:
   Stmt() = default;
@@ -100,16 +94,21 @@ class Stmt {
   Stmt& operator=(const Stmt&) = delete;
   ~Stmt() {
     if (stmt_ != nullptr) {
+      vm_steps_->fetch_add(
+          static_cast<uint64_t>(sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_VM_STEP, 1)),
+          std::memory_order_relaxed);
       sqlite3_reset(stmt_);
       sqlite3_clear_bindings(stmt_);
     }
   }
 
-  // Takes `stmt` (reset, unbound) for the lifetime of this object.
+  // Takes `stmt` (reset, unbound) for the lifetime of this object; its VM
+  // steps are added to `*vm_steps`, which must outlive this object.
   // REQUIRES: no statement attached yet.
-  void Attach(sqlite3_stmt* stmt) {
+  void Attach(sqlite3_stmt* stmt, std::atomic<uint64_t>* vm_steps) {
     assert(stmt_ == nullptr);
     stmt_ = stmt;
+    vm_steps_ = vm_steps;
   }
 
   void BindInt64(int i, int64_t v) { Check(sqlite3_bind_int64(stmt_, i, v)); }
@@ -129,6 +128,8 @@ class Stmt {
   int Step() { return bind_rc_ != SQLITE_OK ? bind_rc_ : sqlite3_step(stmt_); }
 
   int64_t ColumnInt64(int i) { return sqlite3_column_int64(stmt_, i); }
+  // SQLITE_INTEGER, SQLITE_NULL, ...
+  int ColumnType(int i) { return sqlite3_column_type(stmt_, i); }
   // The view lives until the next Step() or the end of this Stmt.
   std::string_view ColumnBlob(int i) {
     const void* p = sqlite3_column_blob(stmt_, i);
@@ -147,6 +148,7 @@ class Stmt {
     if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
   }
   sqlite3_stmt* stmt_ = nullptr;
+  std::atomic<uint64_t>* vm_steps_ = nullptr;
   int bind_rc_ = SQLITE_OK;
 };
 
@@ -155,6 +157,7 @@ class Stmt {
 // One sqlite3 connection and its prepared statements, keyed by SQL text.
 // Used by one thread at a time (the store's locks and pool guarantee it).
 struct SqliteStore::Connection {
+  SqliteStore* store = nullptr;  // owner; its counters outlive this
   sqlite3* db = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache;
 
@@ -163,15 +166,18 @@ struct SqliteStore::Connection {
     if (db != nullptr) sqlite3_close(db);
   }
 
-  // Opens `path` (":memory:" for a private in-memory database).
-  static Status Open(const std::string& path, std::chrono::milliseconds busy_timeout,
+  // Opens the database of `store` (":memory:" for a private in-memory one).
+  static Status Open(SqliteStore* store, const std::string& path,
                      std::unique_ptr<Connection>* out) {
     auto conn = std::make_unique<Connection>();
+    conn->store = store;
+    const SqliteStoreOptions& options = store->options_;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, nullptr);
+    const char* vfs = options.in_memory || options.vfs.empty() ? nullptr : options.vfs.c_str();
+    int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, vfs);
     if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
     sqlite3_extended_result_codes(conn->db, 1);
-    sqlite3_busy_timeout(conn->db, static_cast<int>(busy_timeout.count()));
+    sqlite3_busy_timeout(conn->db, static_cast<int>(options.busy_timeout.count()));
     *out = std::move(conn);
     return Status::Ok();
   }
@@ -185,10 +191,12 @@ struct SqliteStore::Connection {
                                   SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
       if (rc != SQLITE_OK) return SqlStatus(db, rc, "prepare");
       it = cache.emplace(sql, stmt).first;
+      store->statements_prepared_.fetch_add(1, std::memory_order_relaxed);
     }
     // A statement is never used twice at once on one connection.
     assert(!sqlite3_stmt_busy(it->second));
-    out->Attach(it->second);
+    store->statements_run_.fetch_add(1, std::memory_order_relaxed);
+    out->Attach(it->second, &store->vm_steps_);
     return Status::Ok();
   }
 
@@ -371,22 +379,26 @@ Status SqliteStore::Init() {
     }
   }
 
-  Status s = Connection::Open(path, options_.busy_timeout, &writer_);
+  Status s = Connection::Open(this, path, &writer_);
   if (!s.ok()) return s;
   Connection* w = writer_.get();
-  if (!options_.in_memory) {
-    // WAL: readers run beside the writer. synchronous=NORMAL: a commit
-    // reaches the OS before Apply returns, which survives the death of the
-    // process (not of the machine) at far lower cost than FULL.
+  if (options_.in_memory) {
+    // Nothing, not even sorter spill files, touches the disk.
+    s = w->Exec("PRAGMA temp_store=MEMORY");
+    if (!s.ok()) return s;
+  } else {
+    // WAL: readers run beside the writer, each on a snapshot.
     Stmt stmt;
     s = w->Prepare("PRAGMA journal_mode=WAL", &stmt);
     if (!s.ok()) return s;
     int rc = stmt.Step();
     if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "journal_mode");
     if (stmt.ColumnText(0) != "wal") return Status::IOError("cannot enable WAL on " + path);
+    // FULL: every commit fsyncs the WAL before Apply returns (see
+    // SqliteStoreOptions::fsync_commits).
+    s = w->Exec(options_.fsync_commits ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    if (!s.ok()) return s;
   }
-  s = w->Exec("PRAGMA synchronous=NORMAL");
-  if (!s.ok()) return s;
 
   int version = 0;
   {
@@ -419,7 +431,7 @@ Status SqliteStore::Init() {
     size_t n = std::max<size_t>(1, options_.reader_pool_size);
     for (size_t i = 0; i < n; ++i) {
       std::unique_ptr<Connection> reader;
-      s = Connection::Open(path, options_.busy_timeout, &reader);
+      s = Connection::Open(this, path, &reader);
       if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
       if (!s.ok()) return s;
       idle_readers_.push_back(std::move(reader));
@@ -633,35 +645,37 @@ bool SqliteStore::Healthy() {
 Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::string& table,
                                       const std::string& partition_key,
                                       const std::string& row_key) {
+  ReadLease lease(this);
+  Connection* c = lease.conn();
   if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
     // Such keys are never stored; their encodings would alias others.
-    ReadLease lease(this);
     int64_t id = 0;
-    Status s = LookupTable(lease.conn(), account, table, &id);
+    Status s = LookupTable(c, account, table, &id);
     if (!s.ok()) return s;
     return Status::NotFound();
   }
-  ReadLease lease(this);
-  Connection* c = lease.conn();
-  // One read transaction: the table lookup and the row read see one
-  // snapshot.
-  Status s = c->Exec("BEGIN");
-  int64_t id = 0;
-  if (s.ok()) s = LookupTable(c, account, table, &id);
-  if (!s.ok()) return s;
+  // One statement, so one snapshot for the table lookup and the row read:
+  // no row means no table, a NULL ts means no entity (ts is NOT NULL).
   Stmt stmt;
-  s = c->Prepare(
-      "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &stmt);
+  Status s = c->Prepare(
+      "SELECT e.ts, e.props FROM tables t LEFT JOIN entities e "
+      "ON e.table_id = t.id AND e.pk = ?3 AND e.rk = ?4 "
+      "WHERE t.account = ?1 AND t.name_lower = ?2",
+      &stmt);
   if (!s.ok()) return s;
-  stmt.BindInt64(1, id);
-  stmt.BindBlob(2, EncodeKey(partition_key));
-  stmt.BindBlob(3, EncodeKey(row_key));
+  stmt.BindText(1, account);
+  stmt.BindText(2, LowerAscii(table));
+  stmt.BindBlob(3, EncodeKey(partition_key));
+  stmt.BindBlob(4, EncodeKey(row_key));
   int rc = stmt.Step();
-  if (rc == SQLITE_DONE) return Status::NotFound();
+  if (rc == SQLITE_DONE) return Status::TableNotFound(table);
   if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get entity");
+  if (stmt.ColumnType(0) == SQLITE_NULL) return Status::NotFound();
   Entity entity;
-  s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2), stmt.ColumnBlob(3),
-                &entity);
+  entity.partition_key = partition_key;
+  entity.row_key = row_key;
+  entity.timestamp = stmt.ColumnInt64(0);
+  s = DecodeProperties(stmt.ColumnBlob(1), &entity.properties);
   if (!s.ok()) return s;
   return entity;
 }
@@ -916,6 +930,21 @@ Status SqliteStore::ReapChunk(bool* more) {
     *more = true;
     return Status::Ok();
   });
+}
+
+SqliteStoreStats SqliteStore::GetStats() const {
+  SqliteStoreStats stats;
+  stats.statements_prepared = statements_prepared_.load(std::memory_order_relaxed);
+  stats.statements_run = statements_run_.load(std::memory_order_relaxed);
+  stats.vm_steps = vm_steps_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+Status SqliteStore::ReapNowForTesting() {
+  bool more = true;
+  Status s;
+  while (more && s.ok()) s = ReapChunk(&more);
+  return s;
 }
 
 Result<uint64_t> SqliteStore::CountEntityRowsForTesting() {

@@ -9,6 +9,7 @@
 // rows of dropped tables; the destructor stops and joins it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -36,8 +37,27 @@ struct SqliteStoreOptions {
   // Rows of a dropped table deleted per reaper transaction: small enough
   // that writers wait only briefly for the writer connection.
   size_t reap_chunk_rows = 2000;
-  // Run the reaper thread. Tests turn it off to observe orphaned rows.
+  // Run the reaper thread. Tests turn it off to observe orphaned rows (and
+  // reap with ReapNowForTesting()).
   bool background_reaping = true;
+  // Durability of an acknowledged write. true: synchronous=FULL, the WAL is
+  // fsync'ed by every commit before the write returns, so it survives power
+  // loss as well as kill -9. false: synchronous=NORMAL, fsync only at
+  // checkpoints; a commit is in the OS, which survives kill -9 of the
+  // process but not of the machine. Unused in memory.
+  bool fsync_commits = true;
+  // Name of a registered sqlite3_vfs to open the file with; empty for
+  // SQLite's default. The seam through which tests observe or inject I/O.
+  std::string vfs;
+};
+
+// Cumulative work done by a store's statements on all its connections, the
+// reaper's included. Counts, not timings, so tests can assert that an
+// operation's cost does not depend on the data size.
+struct SqliteStoreStats {
+  uint64_t statements_prepared = 0;  // prepared-statement cache misses
+  uint64_t statements_run = 0;       // statement executions
+  uint64_t vm_steps = 0;             // SQLite VM instructions (SQLITE_STMTSTATUS_VM_STEP)
 };
 
 class SqliteStore final : public Store {
@@ -81,10 +101,17 @@ class SqliteStore final : public Store {
   Status ResetAccount(const std::string& account) override;
   bool Healthy() override;
 
+  // Work counters so far. Thread-safe; each counter is read atomically, the
+  // three together are not a snapshot.
+  SqliteStoreStats GetStats() const;
+
   // Introspection for tests: entity rows stored (live or awaiting reaping),
   // and dropped tables whose rows are not yet fully reclaimed.
   Result<uint64_t> CountEntityRowsForTesting();
   Result<uint64_t> CountPendingReapsForTesting();
+  // Reclaims every dropped table now, on the calling thread, in the same
+  // chunked transactions the reaper uses.
+  Status ReapNowForTesting();
 
  private:
   struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
@@ -109,6 +136,11 @@ class SqliteStore final : public Store {
   int64_t NextTimestamp();
 
   const SqliteStoreOptions options_;
+
+  // Work counters (SqliteStoreStats), updated by every connection.
+  std::atomic<uint64_t> statements_prepared_{0};
+  std::atomic<uint64_t> statements_run_{0};
+  std::atomic<uint64_t> vm_steps_{0};
 
   // The writer connection; in memory also the only connection.
   std::mutex writer_mu_;

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -34,8 +37,17 @@ struct MemoryBackend {
   static constexpr bool kFile = false;
 };
 
+// Options for this suite: no fsync per commit, which only costs time here;
+// sqlite_store_crash_test.cc covers durability with the default.
+SqliteStoreOptions TestOptions() {
+  SqliteStoreOptions options;
+  options.fsync_commits = false;
+  return options;
+}
+
 template <typename B>
-std::unique_ptr<SqliteStore> OpenStore(const TempDir& dir, SqliteStoreOptions options = {}) {
+std::unique_ptr<SqliteStore> OpenStore(const TempDir& dir,
+                                       SqliteStoreOptions options = TestOptions()) {
   options.in_memory = !B::kFile;
   options.path = dir.path() + "/sub/dir/store.db";
   auto store = SqliteStore::Open(options);
@@ -368,6 +380,37 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend) {
   // An empty Apply is fine.
   REQUIRE(store->Apply("acct", "t", {}, &res, &err).ok());
   CHECK(res.timestamps.empty());
+
+  // Whatever fails last, after deletes, replaces and merges of existing rows
+  // and inserts of new ones, leaves every row as it was.
+  std::vector<Entity> snapshot = ScanAll(*store, "t", {});
+  REQUIRE(snapshot.size() == 4);
+  std::vector<Property> too_many;
+  for (size_t i = 0; i <= kMaxCustomProperties; ++i) {
+    too_many.push_back({"x" + std::to_string(i), Value::Int32(1)});
+  }
+  const std::vector<WriteOp> prefix = {
+      Op(WriteKind::kDelete, "p", "a", {}),
+      Op(WriteKind::kInsertOrReplace, "p", "b", {{"w", Value::Int32(9)}}),
+      Op(WriteKind::kMerge, "p", "existing", {{"v", Value::Int32(3)}}),
+      Insert("p", "new1"),
+      Op(WriteKind::kInsertOrMerge, "q", "new2", {}),
+  };
+  const std::vector<std::pair<WriteOp, StatusCode>> last_ops = {
+      {Insert("p", "c"), StatusCode::kAlreadyExists},
+      {Op(WriteKind::kDelete, "p", "nope", {}), StatusCode::kNotFound},
+      {Op(WriteKind::kUpdate, "p", "c", {}, 1), StatusCode::kConditionFailed},
+      {Insert(std::string("\xFF", 1), "k"), StatusCode::kInvalidArgument},
+      {Op(WriteKind::kMerge, "p", "c", too_many), StatusCode::kInvalidArgument},
+  };
+  for (const auto& [last, code] : last_ops) {
+    std::vector<WriteOp> ops = prefix;
+    ops.push_back(last);
+    CAPTURE(static_cast<int>(code));
+    CHECK(store->Apply("acct", "t", ops, &res, &err).code() == code);
+    CHECK(err.index == prefix.size());
+    CHECK(ScanAll(*store, "t", {}) == snapshot);
+  }
 }
 
 TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
@@ -635,7 +678,7 @@ TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, 
   REQUIRE(store->CreateTable("acct", "big").ok());
   REQUIRE(store->CreateTable("acct", "keep").ok());
   REQUIRE(store->Apply("acct", "keep", {Insert("p", "r")}, nullptr, nullptr).ok());
-  constexpr int kRows = 50000;
+  constexpr int kRows = 20000;
   for (int batch = 0; batch < kRows / 1000; ++batch) {
     std::vector<WriteOp> ops;
     for (int i = 0; i < 1000; ++i) {
@@ -653,7 +696,8 @@ TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, 
       "DeleteTable of " << kRows << " rows took "
                         << std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()
                         << " us");
-  CHECK(elapsed < std::chrono::milliseconds(250));
+  // No timing assertion here (machines vary); "DeleteTable does the same
+  // work for any table size" checks the cost structurally.
   REQUIRE(store->CreateTable("acct", "BIG").ok());
   CHECK(ScanAll(*store, "big", {}).empty());
   // Writers proceed while the reaper works.
@@ -702,7 +746,7 @@ TEST_CASE("store(file): data survives reopen") {
 
 TEST_CASE("store(file): reaping resumes after a restart") {
   TempDir dir;
-  SqliteStoreOptions no_reaper;
+  SqliteStoreOptions no_reaper = TestOptions();
   no_reaper.background_reaping = false;
   {
     auto store = OpenStore<FileBackend>(dir, no_reaper);
@@ -716,7 +760,7 @@ TEST_CASE("store(file): reaping resumes after a restart") {
     CHECK(*store->CountEntityRowsForTesting() == 5001);
     CHECK(*store->CountPendingReapsForTesting() == 1);
   }
-  SqliteStoreOptions small_chunks;
+  SqliteStoreOptions small_chunks = TestOptions();
   small_chunks.reap_chunk_rows = 300;
   auto store = OpenStore<FileBackend>(dir, small_chunks);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -731,7 +775,7 @@ TEST_CASE("store(file): reaping resumes after a restart") {
 
 TEST_CASE("store(file): the destructor stops a busy reaper") {
   TempDir dir;
-  SqliteStoreOptions tiny_chunks;
+  SqliteStoreOptions tiny_chunks = TestOptions();
   tiny_chunks.reap_chunk_rows = 10;
   auto store = OpenStore<FileBackend>(dir, tiny_chunks);
   REQUIRE(store->CreateTable("acct", "t").ok());
@@ -779,7 +823,7 @@ TEST_CASE("store(file): corrupt rows are reported, not trusted") {
 }
 
 TEST_CASE("store: Open errors") {
-  SqliteStoreOptions options;
+  SqliteStoreOptions options = TestOptions();
   CHECK(SqliteStore::Open(options).status().code() == StatusCode::kInvalidArgument);
   options.path = "/proc/definitely/not/writable/store.db";
   CHECK_FALSE(SqliteStore::Open(options).ok());
@@ -793,6 +837,330 @@ TEST_CASE("store: Open errors") {
     options.path = path;
     CHECK(SqliteStore::Open(options).status().code() == StatusCode::kCorruption);
   }
+}
+
+// Work done by `fn`, as counted by the store. REQUIRES: no reaper thread and
+// no other thread using the store, so the difference is fn's alone.
+template <typename Fn>
+SqliteStoreStats WorkOf(SqliteStore& store, Fn&& fn) {
+  SqliteStoreStats before = store.GetStats();
+  fn();
+  SqliteStoreStats after = store.GetStats();
+  return SqliteStoreStats{after.statements_prepared - before.statements_prepared,
+                          after.statements_run - before.statements_run,
+                          after.vm_steps - before.vm_steps};
+}
+
+void InsertRows(Store& store, const std::string& table, const std::string& pk, int from, int to) {
+  std::vector<WriteOp> ops;
+  auto flush = [&] {
+    REQUIRE(store.Apply("acct", table, ops, nullptr, nullptr).ok());
+    ops.clear();
+  };
+  for (int i = from; i < to; ++i) {
+    char rk[16];
+    std::snprintf(rk, sizeof rk, "r%05d", i);
+    ops.push_back(Insert(pk, rk, {{"n", Value::Int32(i)}}));
+    if (ops.size() == 2000) flush();
+  }
+  if (!ops.empty()) flush();
+}
+
+SqliteStoreOptions NoReaper() {
+  SqliteStoreOptions options = TestOptions();
+  options.background_reaping = false;
+  return options;
+}
+
+TEST_CASE_TEMPLATE("store: keys sort in UTF-16 code unit order, not UTF-8 byte order", B,
+                   FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  // Ordinal (UTF-16) order. UTF-8 byte order would put U+E000 and U+FFFD
+  // before U+10000 and U+1F600 (lead bytes EE/EF < F0).
+  const std::vector<std::string> ordered = {
+      "",
+      "z",
+      "\xED\x9F\xBF" /* U+D7FF */,
+      "\xF0\x90\x80\x80" /* U+10000, D800 DC00 */,
+      "\xF0\x90\x80\x80"
+      "a",
+      "\xF0\x9F\x98\x80" /* U+1F600, D83D DE00 */,
+      "\xEE\x80\x80" /* U+E000 */,
+      "\xEF\xBF\xBD" /* U+FFFD */,
+      "\xEF\xBF\xBF" /* U+FFFF */,
+  };
+  std::vector<WriteOp> ops;
+  std::vector<std::string> expected;
+  // Written in reverse so insertion order cannot pass for key order.
+  for (auto pk = ordered.rbegin(); pk != ordered.rend(); ++pk) {
+    for (auto rk = ordered.rbegin(); rk != ordered.rend(); ++rk) ops.push_back(Insert(*pk, *rk));
+  }
+  for (const auto& pk : ordered) {
+    for (const auto& rk : ordered) expected.push_back(pk + "/" + rk);
+  }
+  REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+
+  CHECK(Keys(ScanAll(*store, "t", {})) == expected);
+  // One row per page: every continuation resumes in the same order.
+  ScanRequest one;
+  one.limit = 1;
+  CHECK(Keys(ScanAll(*store, "t", one)) == expected);
+
+  // Bounds compare the same way: [U+10000, U+E000) holds the two
+  // supplementary partitions only, in both key positions.
+  const std::string& sup = ordered[3];
+  const std::string& bmp_high = ordered[6];
+  ScanRequest req;
+  req.ranges = {
+      KeyRange{KeyBound{sup, std::nullopt, true}, KeyBound{bmp_high, std::nullopt, false}}};
+  std::vector<Entity> rows = ScanAll(*store, "t", req);
+  REQUIRE(rows.size() == 3 * ordered.size());
+  CHECK(rows.front().partition_key == sup);
+  CHECK(rows.back().partition_key == ordered[5]);
+  req.ranges = {KeyRange{KeyBound{"z", sup, false}, KeyBound{"z", bmp_high, true}}};
+  CHECK(Keys(ScanAll(*store, "t", req)) ==
+        std::vector<std::string>{"z/" + ordered[4], "z/" + ordered[5], "z/" + bmp_high});
+  for (const auto& pk : ordered) {
+    for (const auto& rk : ordered) CHECK(store->GetEntity("acct", "t", pk, rk).ok());
+  }
+}
+
+TEST_CASE_TEMPLATE("store: reads seek; their work does not grow with the table", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir, NoReaper());
+  // The same partition "p" ends in r09900..r09999 in both tables; "big" has
+  // 9,900 more rows before them in "p" and whole partitions around it.
+  REQUIRE(store->CreateTable("acct", "small").ok());
+  REQUIRE(store->CreateTable("acct", "big").ok());
+  InsertRows(*store, "small", "p", 9900, 10000);
+  InsertRows(*store, "big", "a", 0, 5000);
+  InsertRows(*store, "big", "p", 0, 10000);
+  InsertRows(*store, "big", "z", 0, 5000);
+
+  auto range = [](std::optional<KeyBound> lo, std::optional<KeyBound> hi) {
+    return KeyRange{std::move(lo), std::move(hi)};
+  };
+  std::vector<ScanRequest> requests;
+  {
+    ScanRequest r;  // a composite range inside the partition
+    r.ranges = {range(KeyBound{"p", "r09990", true}, KeyBound{"p", "r09995", true})};
+    requests.push_back(r);
+    r.ranges = {range(KeyBound{"p", "r09989", false}, std::nullopt)};  // exclusive lower
+    r.limit = 5;
+    requests.push_back(r);
+    r.ranges = {KeyRange::All()};  // a continuation deep into the partition
+    r.start = EntityKey{"p", "r09990"};
+    requests.push_back(r);
+    r.ranges = {range(KeyBound{"p", std::nullopt, true}, KeyBound{"p", std::nullopt, true})};
+    requests.push_back(r);  // the same inside a partition-only range
+    r.ranges = {range(std::nullopt, KeyBound{"p", "r09993", false})};
+    r.limit = 1000;
+    requests.push_back(r);  // upper bound only, from the continuation
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CAPTURE(i);
+    ScanResult small_res, big_res;
+    // Warm the statement cache and the page cache first.
+    REQUIRE(store->Scan("acct", "small", requests[i], &small_res).ok());
+    REQUIRE(store->Scan("acct", "big", requests[i], &big_res).ok());
+    SqliteStoreStats small = WorkOf(
+        *store, [&] { REQUIRE(store->Scan("acct", "small", requests[i], &small_res).ok()); });
+    SqliteStoreStats big =
+        WorkOf(*store, [&] { REQUIRE(store->Scan("acct", "big", requests[i], &big_res).ok()); });
+    CHECK(Keys(small_res.entities) == Keys(big_res.entities));
+    CHECK_FALSE(small_res.entities.empty());
+    CHECK(big.statements_run == small.statements_run);
+    CHECK(big.statements_prepared == 0);
+    // A scan that filtered instead of seeking would visit thousands of rows.
+    CHECK(big.vm_steps <= small.vm_steps + 20);
+  }
+  auto get = [&](const std::string& table) {
+    return WorkOf(*store, [&] { REQUIRE(store->GetEntity("acct", table, "p", "r09950").ok()); });
+  };
+  get("small");
+  get("big");
+  SqliteStoreStats small = get("small");
+  SqliteStoreStats big = get("big");
+  CHECK(big.vm_steps == small.vm_steps);
+  CHECK(big.statements_run == 1);
+}
+
+TEST_CASE_TEMPLATE("store: prepared statements are cached", B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  SqliteStoreOptions options = NoReaper();
+  options.reader_pool_size = 1;  // so the second round hits the same reader
+  auto store = OpenStore<B>(dir, options);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  auto round = [&](int i) {
+    std::string rk = std::to_string(i);
+    REQUIRE(store->Apply("acct", "t", {Insert("p", rk)}, nullptr, nullptr).ok());
+    REQUIRE(store->Apply("acct", "t", {Op(WriteKind::kMerge, "p", rk, {})}, nullptr, nullptr).ok());
+    REQUIRE(store->GetEntity("acct", "t", "p", rk).ok());
+    ScanResult res;
+    ScanRequest req;
+    req.ranges = {KeyRange{KeyBound{"p", rk, true}, std::nullopt}};
+    REQUIRE(store->Scan("acct", "t", req, &res).ok());
+    REQUIRE(store->GetTable("acct", "t").ok());
+  };
+  SqliteStoreStats first = WorkOf(*store, [&] { round(0); });
+  CHECK(first.statements_prepared > 0);
+  SqliteStoreStats later = WorkOf(*store, [&] {
+    for (int i = 1; i < 50; ++i) round(i);
+  });
+  CHECK(later.statements_prepared == 0);
+  CHECK(later.statements_run >= 49 * 5);
+}
+
+TEST_CASE_TEMPLATE("store: DeleteTable does the same work for any table size", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir, NoReaper());
+  // "big" is created last: its id is the highest, the one a table created
+  // next would get if ids were reused.
+  for (const char* name : {"warmup", "small", "keep", "big"}) {
+    REQUIRE(store->CreateTable("acct", name).ok());
+  }
+  InsertRows(*store, "warmup", "p", 0, 10);
+  InsertRows(*store, "small", "p", 0, 10);
+  InsertRows(*store, "big", "p", 0, 20000);
+  InsertRows(*store, "keep", "p", 0, 10);
+  auto drop = [&](const std::string& table) {
+    return WorkOf(*store, [&] { REQUIRE(store->DeleteTable("acct", table).ok()); });
+  };
+  drop("warmup");
+  SqliteStoreStats small = drop("small");
+  SqliteStoreStats big = drop("big");
+  MESSAGE("DeleteTable: " << small.vm_steps << " VM steps for 10 rows, " << big.vm_steps
+                          << " for 20000");
+  CHECK(big.statements_run == small.statements_run);
+  CHECK(big.statements_run <= 5);
+  // Deleting or even reading each row would cost several steps per row.
+  CHECK(big.vm_steps <= small.vm_steps + 10);
+  // Nothing was reclaimed yet, and nothing shows through.
+  CHECK(*store->CountEntityRowsForTesting() == 20030);
+  CHECK(*store->CountPendingReapsForTesting() == 3);
+  CHECK(store->GetTable("acct", "big").status().code() == StatusCode::kTableNotFound);
+  REQUIRE(store->CreateTable("acct", "BIG").ok());
+  CHECK(ScanAll(*store, "big", {}).empty());
+  CHECK(store->GetEntity("acct", "big", "p", "r00005").status().code() == StatusCode::kNotFound);
+  REQUIRE(store->Apply("acct", "big", {Insert("p", "r00005")}, nullptr, nullptr).ok());
+  CHECK(ScanAll(*store, "big", {}).size() == 1);
+
+  REQUIRE(store->ReapNowForTesting().ok());
+  CHECK(*store->CountPendingReapsForTesting() == 0);
+  CHECK(*store->CountEntityRowsForTesting() == 11);
+  CHECK(ScanAll(*store, "keep", {}).size() == 10);
+  CHECK(ScanAll(*store, "big", {}).size() == 1);
+}
+
+TEST_CASE_TEMPLATE("store: reaping costs the same per chunk for any table size", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  SqliteStoreOptions options = NoReaper();
+  options.reap_chunk_rows = 100;
+  auto store = OpenStore<B>(dir, options);
+  auto reap = [&](const std::string& table, int rows) {
+    REQUIRE(store->CreateTable("acct", table).ok());
+    InsertRows(*store, table, "p", 0, rows);
+    REQUIRE(store->DeleteTable("acct", table).ok());
+    SqliteStoreStats work = WorkOf(*store, [&] { REQUIRE(store->ReapNowForTesting().ok()); });
+    CHECK(*store->CountEntityRowsForTesting() == 0);
+    return work;
+  };
+  reap("warmup", 100);
+  SqliteStoreStats small = reap("small", 2000);
+  SqliteStoreStats big = reap("big", 8000);
+  MESSAGE("reaping: " << small.vm_steps << " VM steps for 2000 rows, " << big.vm_steps
+                      << " for 8000");
+  // Four times the rows in chunks of 100: four times the work (plus one
+  // statement round per chunk), not sixteen as if each chunk rescanned what
+  // was left.
+  CHECK(big.statements_run <= 4 * small.statements_run + 10);
+  CHECK(big.vm_steps <= 5 * small.vm_steps);
+}
+
+TEST_CASE("store(file): readers run beside the writer, on a snapshot") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.reader_pool_size = 2;
+  auto store = OpenStore<FileBackend>(dir, options);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  InsertRows(*store, "t", "p", 0, 100);
+
+  // A scan stops inside its read transaction (holding a reader) until the
+  // main thread has read and written through other connections.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool scanning = false, released = false, timed_out = false;
+  ScanResult held;
+  Status held_status;
+  std::thread scanner([&] {
+    ScanRequest req;
+    req.limit = SIZE_MAX;
+    req.predicate = [&](const Entity&) {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!scanning) {
+        scanning = true;
+        cv.notify_all();
+        if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; })) {
+          timed_out = true;
+        }
+      }
+      return true;
+    };
+    held_status = store->Scan("acct", "t", req, &held);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return scanning; });
+  }
+  // If reads or writes queued behind the held scan, the scan would time out
+  // before these return.
+  CHECK(store->GetEntity("acct", "t", "p", "r00050").ok());
+  REQUIRE(
+      store->Apply("acct", "t", {Insert("p", "r99999"), Insert("q", "1")}, nullptr, nullptr).ok());
+  REQUIRE(store->Apply("acct", "t", {Op(WriteKind::kDelete, "p", "r00099", {})}, nullptr, nullptr)
+              .ok());
+  CHECK(store->GetEntity("acct", "t", "q", "1").ok());
+  ScanResult now;
+  REQUIRE(store->Scan("acct", "t", {}, &now).ok());
+  CHECK(now.entities.size() == 101);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  scanner.join();
+  CHECK_FALSE(timed_out);
+  REQUIRE(held_status.ok());
+  // The held scan saw the table as of its start: the writes made meanwhile
+  // are invisible to it, the deleted row is still there.
+  REQUIRE(held.entities.size() == 100);
+  CHECK(held.entities.back().row_key == "r00099");
+}
+
+TEST_CASE("store(file): WAL journal and a key-clustered entity table") {
+  TempDir dir;
+  { auto store = OpenStore<FileBackend>(dir); }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open((dir.path() + "/sub/dir/store.db").c_str(), &db) == SQLITE_OK);
+  auto query = [&](const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    std::string out;
+    REQUIRE(sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK);
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  };
+  CHECK(query("PRAGMA journal_mode") == "wal");
+  std::string entities = query("SELECT sql FROM sqlite_master WHERE name = 'entities'");
+  CHECK(entities.find("PRIMARY KEY(table_id, pk, rk)) WITHOUT ROWID") != std::string::npos);
+  sqlite3_close(db);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // Thread-safety: value types; safe to copy across threads.
 #pragma once
 
+#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,15 +14,15 @@ namespace cerulean::storage {
 // Azure error codes (server/azure_error.cc).
 enum class StatusCode {
   kOk = 0,
-  kNotFound,           // entity absent
-  kTableNotFound,      // table absent
-  kAlreadyExists,      // entity exists (insert)
-  kTableAlreadyExists, // table exists (create)
-  kConditionFailed,    // If-Match ETag differs
-  kInvalidArgument,    // caller error (e.g. bad continuation key)
-  kIOError,            // SQLite or filesystem failure
-  kCorruption,         // stored bytes do not decode
-  kBusy,               // storage temporarily unusable
+  kNotFound,            // entity absent
+  kTableNotFound,       // table absent
+  kAlreadyExists,       // entity exists (insert)
+  kTableAlreadyExists,  // table exists (create)
+  kConditionFailed,     // If-Match ETag differs
+  kInvalidArgument,     // caller error (e.g. bad continuation key)
+  kIOError,             // SQLite or filesystem failure
+  kCorruption,          // stored bytes do not decode
+  kBusy,                // storage temporarily unusable
 };
 
 class [[nodiscard]] Status {
@@ -29,11 +30,21 @@ class [[nodiscard]] Status {
   Status() = default;
   static Status Ok() { return Status(); }
   static Status NotFound(std::string msg = {}) { return {StatusCode::kNotFound, std::move(msg)}; }
-  static Status TableNotFound(std::string msg = {}) { return {StatusCode::kTableNotFound, std::move(msg)}; }
-  static Status AlreadyExists(std::string msg = {}) { return {StatusCode::kAlreadyExists, std::move(msg)}; }
-  static Status TableAlreadyExists(std::string msg = {}) { return {StatusCode::kTableAlreadyExists, std::move(msg)}; }
-  static Status ConditionFailed(std::string msg = {}) { return {StatusCode::kConditionFailed, std::move(msg)}; }
-  static Status InvalidArgument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status TableNotFound(std::string msg = {}) {
+    return {StatusCode::kTableNotFound, std::move(msg)};
+  }
+  static Status AlreadyExists(std::string msg = {}) {
+    return {StatusCode::kAlreadyExists, std::move(msg)};
+  }
+  static Status TableAlreadyExists(std::string msg = {}) {
+    return {StatusCode::kTableAlreadyExists, std::move(msg)};
+  }
+  static Status ConditionFailed(std::string msg = {}) {
+    return {StatusCode::kConditionFailed, std::move(msg)};
+  }
+  static Status InvalidArgument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
   static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
   static Status Busy(std::string msg) { return {StatusCode::kBusy, std::move(msg)}; }
@@ -53,8 +64,11 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}    // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  // REQUIRES: !status.ok() (an ok Result carries a value).
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
+    assert(!status_.ok());
+  }
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
   T& value() & { return *value_; }

@@ -121,8 +121,7 @@ class Store {
   // "TooManyProperties"), kIOError.
   // REQUIRES: no two ops address the same key.
   virtual Status Apply(const std::string& account, const std::string& table,
-                       const std::vector<WriteOp>& ops, ApplyResult* result,
-                       ApplyError* error) = 0;
+                       const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) = 0;
 
   // Removes every table, entity and document of `account`, quickly.
   virtual Status ResetAccount(const std::string& account) = 0;

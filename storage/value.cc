@@ -6,14 +6,22 @@ namespace cerulean::storage {
 
 std::string_view EdmTypeName(EdmType type) {
   switch (type) {
-    case EdmType::kString: return "Edm.String";
-    case EdmType::kBoolean: return "Edm.Boolean";
-    case EdmType::kInt32: return "Edm.Int32";
-    case EdmType::kInt64: return "Edm.Int64";
-    case EdmType::kDouble: return "Edm.Double";
-    case EdmType::kDateTime: return "Edm.DateTime";
-    case EdmType::kGuid: return "Edm.Guid";
-    case EdmType::kBinary: return "Edm.Binary";
+    case EdmType::kString:
+      return "Edm.String";
+    case EdmType::kBoolean:
+      return "Edm.Boolean";
+    case EdmType::kInt32:
+      return "Edm.Int32";
+    case EdmType::kInt64:
+      return "Edm.Int64";
+    case EdmType::kDouble:
+      return "Edm.Double";
+    case EdmType::kDateTime:
+      return "Edm.DateTime";
+    case EdmType::kGuid:
+      return "Edm.Guid";
+    case EdmType::kBinary:
+      return "Edm.Binary";
   }
   return "Edm.Unknown";
 }
@@ -38,9 +46,7 @@ namespace {
 // UTF-8 lead bytes 0xEE and 0xEF start U+E000..U+FFFF, which sort after the
 // surrogate pairs of supplementary characters (lead bytes 0xF0..0xF4) in
 // UTF-16 order. Lifting them above 0xF4 makes byte order equal UTF-16 order.
-inline unsigned Rank(unsigned char c) {
-  return (c == 0xEE || c == 0xEF) ? c + 0x10u : c;
-}
+inline unsigned Rank(unsigned char c) { return (c == 0xEE || c == 0xEF) ? c + 0x10u : c; }
 }  // namespace
 
 int CompareOrdinal(std::string_view a, std::string_view b) {
@@ -48,7 +54,12 @@ int CompareOrdinal(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < n; ++i) {
     unsigned char x = static_cast<unsigned char>(a[i]);
     unsigned char y = static_cast<unsigned char>(b[i]);
-    if (x != y) return Rank(x) < Rank(y) ? -1 : 1;
+    if (x != y) {
+      // Equal ranks only for the invalid bytes 0xFE/0xFF against 0xEE/0xEF;
+      // the raw bytes break the tie so the order stays antisymmetric.
+      if (Rank(x) == Rank(y)) return x < y ? -1 : 1;
+      return Rank(x) < Rank(y) ? -1 : 1;
+    }
   }
   if (a.size() == b.size()) return 0;
   return a.size() < b.size() ? -1 : 1;
@@ -58,11 +69,19 @@ size_t Utf16Length(std::string_view s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) { i += 1; n += 1; }
-    else if (c >= 0xF0 && c <= 0xF4) { i += 4; n += 2; }
-    else if (c >= 0xE0) { i += 3; n += 1; }
-    else if (c >= 0xC0) { i += 2; n += 1; }
-    else { i += 1; n += 1; }
+    // Lead bytes of 4-, 3- and 2-byte sequences; anything else (ASCII,
+    // a stray continuation byte, C0, C1, F5..FF) is one unit.
+    size_t len = 1, units = 1;
+    if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      units = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    }
+    i += len;
+    n += units;
   }
   return n;
 }

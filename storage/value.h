@@ -51,18 +51,23 @@ struct Binary {
 // One typed value. Strings are UTF-8.
 class Value {
  public:
-  using Variant = std::variant<std::string, bool, int32_t, int64_t, double,
-                               DateTime, Guid, Binary>;
+  using Variant = std::variant<std::string, bool, int32_t, int64_t, double, DateTime, Guid, Binary>;
 
   Value() : v_(std::string()) {}
-  static Value String(std::string s) { return Value(Variant(std::in_place_index<0>, std::move(s))); }
+  static Value String(std::string s) {
+    return Value(Variant(std::in_place_index<0>, std::move(s)));
+  }
   static Value Boolean(bool b) { return Value(Variant(std::in_place_index<1>, b)); }
   static Value Int32(int32_t i) { return Value(Variant(std::in_place_index<2>, i)); }
   static Value Int64(int64_t i) { return Value(Variant(std::in_place_index<3>, i)); }
   static Value Double(double d) { return Value(Variant(std::in_place_index<4>, d)); }
-  static Value DateTimeTicks(int64_t ticks) { return Value(Variant(std::in_place_index<5>, DateTime{ticks})); }
+  static Value DateTimeTicks(int64_t ticks) {
+    return Value(Variant(std::in_place_index<5>, DateTime{ticks}));
+  }
   static Value FromGuid(Guid g) { return Value(Variant(std::in_place_index<6>, g)); }
-  static Value FromBinary(std::string bytes) { return Value(Variant(std::in_place_index<7>, Binary{std::move(bytes)})); }
+  static Value FromBinary(std::string bytes) {
+    return Value(Variant(std::in_place_index<7>, Binary{std::move(bytes)}));
+  }
 
   EdmType type() const { return static_cast<EdmType>(v_.index() + 1); }
 

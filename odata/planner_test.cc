@@ -1,0 +1,233 @@
+// Planner tests: plan.ToString() per seed pattern (EXPLAIN style), plus the
+// key-set algebra underneath.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "odata/key_set.h"
+#include "odata/query.h"
+
+namespace cerulean::odata {
+namespace {
+
+std::string Plan(std::string_view filter) {
+  auto f = ParseFilter(filter);
+  REQUIRE_MESSAGE(f.ok(), f.status().message());
+  return Compile(&*f).ToString();
+}
+
+struct Case {
+  const char* filter;
+  const char* plan;
+};
+
+TEST_CASE("planner: no filter scans everything") {
+  QueryPlan p = Compile(nullptr);
+  CHECK(p.ToString() == "ranges: (-inf .. +inf); residual: none");
+  CHECK_FALSE(p.residual);
+}
+
+TEST_CASE("planner: seed patterns") {
+  const Case cases[] = {
+      // Point and partition.
+      {"PartitionKey eq 'p1' and RowKey eq 'r1'",
+       "ranges: ['p1','r1' .. 'p1','r1']; residual: none"},
+      {"PartitionKey eq 'a'", "ranges: ['a' .. 'a']; residual: none"},
+      {"'a' eq PartitionKey", "ranges: ['a' .. 'a']; residual: none"},
+      {"PartitionKey eq ''", "ranges: (-inf .. '']; residual: none"},
+      {"PartitionKey eq '' and RowKey eq ''", "ranges: ['' .. '','']; residual: none"},
+      // Starts-with within a partition.
+      {"PartitionKey eq 'M' and RowKey ge 'METABOLIS' and RowKey lt 'METABOLIT'",
+       "ranges: ['M','METABOLIS' .. 'M','METABOLIT'); residual: none"},
+      {"(PartitionKey eq 'M') and (RowKey ge 'METABOLIS') and (RowKey lt 'METABOLIT')",
+       "ranges: ['M','METABOLIS' .. 'M','METABOLIT'); residual: none"},
+      {"PartitionKey eq 'p1' and RowKey ge 'A' and RowKey lt 'B'",
+       "ranges: ['p1','A' .. 'p1','B'); residual: none"},
+      // Composite prefix: within a partition a range; across partitions the
+      // RowKey bound cannot be a key range.
+      {"PartitionKey eq 'orders' and RowKey ge 'p1_' and RowKey lt 'p1`'",
+       "ranges: ['orders','p1_' .. 'orders','p1`'); residual: none"},
+      {"RowKey ge 'p1_' and RowKey lt 'p1`'",
+       "ranges: (-inf .. +inf); residual: (and (ge RowKey 'p1_') (lt RowKey 'p1`'))"},
+      // Reverse ticks, newest N: RowKey = (max ticks - ticks), zero-padded.
+      {"PartitionKey eq 'dev1' and RowKey lt '2516000000000000000'",
+       "ranges: ['dev1' .. 'dev1','2516000000000000000'); residual: none"},
+      {"PartitionKey eq 'dev1' and RowKey gt '2516000000000000000' and RowKey le "
+       "'2517999999999999999'",
+       "ranges: ('dev1','2516000000000000000' .. 'dev1','2517999999999999999']; residual: none"},
+      // Numeric zero-padded ranges.
+      {"(PartitionKey eq 'p1') and (RowKey ge '0000000001') and (RowKey le '0000000009')",
+       "ranges: ['p1','0000000001' .. 'p1','0000000009']; residual: none"},
+      {"PartitionKey ge '0010' and PartitionKey lt '0020'",
+       "ranges: ['0010' .. '0020'); residual: none"},
+      {"PartitionKey gt 'a' and PartitionKey le 'c'", "ranges: ('a' .. 'c']; residual: none"},
+      {"PartitionKey lt 'm'", "ranges: (-inf .. 'm'); residual: none"},
+      {"PartitionKey ge 'm'", "ranges: ['m' .. +inf); residual: none"},
+      {"PartitionKey ge ''", "ranges: (-inf .. +inf); residual: none"},
+      // Residuals keep only what the ranges do not decide.
+      {"PartitionKey eq 'a' and RowKey ge 'b' and RowKey lt 'c' and Amount gt 5",
+       "ranges: ['a','b' .. 'a','c'); residual: (gt Amount 5)"},
+      {"PartitionKey eq 'a' and (Age gt 10 or Name eq 'x')",
+       "ranges: ['a' .. 'a']; residual: (or (gt Age 10) (eq Name 'x'))"},
+      {"Amount gt 5 and PartitionKey eq 'a' and Flag",
+       "ranges: ['a' .. 'a']; residual: (and (gt Amount 5) Flag)"},
+      {"Amount gt 5", "ranges: (-inf .. +inf); residual: (gt Amount 5)"},
+      {"Timestamp gt datetime'2024-01-01T00:00:00Z' and PartitionKey eq 'a'",
+       "ranges: ['a' .. 'a']; residual: (gt Timestamp datetime'2024-01-01T00:00:00Z')"},
+      // or: several sorted, merged ranges.
+      {"PartitionKey eq 'c' or PartitionKey eq 'a'",
+       "ranges: ['a' .. 'a'], ['c' .. 'c']; residual: none"},
+      {"PartitionKey eq 'a' or PartitionKey eq 'a'", "ranges: ['a' .. 'a']; residual: none"},
+      {"(PartitionKey eq 'a' and RowKey eq '2') or (PartitionKey eq 'a' and RowKey eq '1') or "
+       "(PartitionKey eq 'b' and RowKey eq '1')",
+       "ranges: ['a','1' .. 'a','1'], ['a','2' .. 'a','2'], ['b','1' .. 'b','1']; residual: none"},
+      {"PartitionKey ge 'a' and PartitionKey lt 'c' or PartitionKey ge 'b' and PartitionKey lt 'd'",
+       "ranges: ['a' .. 'd'); residual: none"},
+      {"PartitionKey eq 'a' or (PartitionKey gt 'a' and PartitionKey lt 'b')",
+       "ranges: ['a' .. 'b'); residual: none"},
+      {"(PartitionKey eq 'a' and RowKey ge 'm') or PartitionKey gt 'a'",
+       "ranges: ['a','m' .. +inf); residual: none"},
+      {"(PartitionKey eq 'a' and Amount gt 1) or PartitionKey eq 'b'",
+       "ranges: ['a' .. 'a'], ['b' .. 'b']; residual: (or (and (eq PartitionKey 'a') (gt Amount "
+       "1)) "
+       "(eq PartitionKey 'b'))"},
+      {"PartitionKey eq 'a' or Amount gt 1",
+       "ranges: (-inf .. +inf); residual: (or (eq PartitionKey 'a') (gt Amount 1))"},
+      // not.
+      {"not (PartitionKey lt 'm')", "ranges: ['m' .. +inf); residual: none"},
+      {"not (PartitionKey ne 'a')", "ranges: ['a' .. 'a']; residual: none"},
+      {"PartitionKey ne 'a'", "ranges: (-inf .. 'a'), ('a' .. +inf); residual: none"},
+      {"PartitionKey eq 'a' and not (RowKey eq 'x')",
+       "ranges: ['a' .. 'a','x'), ('a','x' .. 'a']; residual: none"},
+      {"PartitionKey eq 'a' and RowKey ne 'x'",
+       "ranges: ['a' .. 'a','x'), ('a','x' .. 'a']; residual: none"},
+      {"not (PartitionKey eq 'a' or PartitionKey eq 'b')",
+       "ranges: (-inf .. 'a'), ('a' .. 'b'), ('b' .. +inf); residual: none"},
+      {"PartitionKey eq 'a' and not (Amount gt 5)",
+       "ranges: ['a' .. 'a']; residual: (not (gt Amount 5))"},
+      {"not (PartitionKey eq 'a' and Amount gt 5)",
+       "ranges: (-inf .. +inf); residual: (not (and (eq PartitionKey 'a') (gt Amount 5)))"},
+      {"not (PartitionKey ne 'a' or Amount gt 5)",
+       "ranges: ['a' .. 'a']; residual: (not (or (ne PartitionKey 'a') (gt Amount 5)))"},
+      // Constants and key misuse (.NET expression builders).
+      {"(true and RowKey eq 'settings') or (false or PartitionKey eq 'x')",
+       "ranges: (-inf .. +inf); residual: (or (and true (eq RowKey 'settings')) (or false (eq "
+       "PartitionKey 'x')))"},
+      {"(true and PartitionKey eq 's') or (false or PartitionKey eq 'x')",
+       "ranges: ['s' .. 's'], ['x' .. 'x']; residual: none"},
+      {"true", "ranges: (-inf .. +inf); residual: none"},
+      {"PartitionKey eq 1", "ranges: none; residual: none"},
+      {"PartitionKey ne 1", "ranges: (-inf .. +inf); residual: none"},
+      {"not PartitionKey", "ranges: (-inf .. +inf); residual: none"},
+      // Contradictions: nothing to scan.
+      {"false", "ranges: none; residual: none"},
+      {"PartitionKey eq 'a' and PartitionKey eq 'b'", "ranges: none; residual: none"},
+      {"PartitionKey eq 'a' and RowKey gt 'b' and RowKey lt 'a' and Amount gt 1",
+       "ranges: none; residual: none"},
+      {"PartitionKey lt ''", "ranges: none; residual: none"},
+      {"PartitionKey eq 'a' and not (PartitionKey eq 'a')", "ranges: none; residual: none"},
+      // Several partitions with a RowKey bound: widened, whole filter kept.
+      {"PartitionKey ge 'a' and PartitionKey le 'c' and RowKey ge 'x'",
+       "ranges: ['a','x' .. 'c']; residual: (and (ge PartitionKey 'a') (le PartitionKey 'c') (ge "
+       "RowKey 'x'))"},
+      {"PartitionKey gt 'a' and PartitionKey lt 'c' and RowKey eq 'x'",
+       "ranges: ('a' .. 'c'); residual: (and (gt PartitionKey 'a') (lt PartitionKey 'c') (eq "
+       "RowKey 'x'))"},
+      // Non-BMP and private-use keys order as UTF-16.
+      {"PartitionKey eq '\xee\x80\x80' or PartitionKey eq '\xf0\x9f\x98\x80'",
+       "ranges: ['\xf0\x9f\x98\x80' .. '\xf0\x9f\x98\x80'], ['\xee\x80\x80' .. '\xee\x80\x80']; "
+       "residual: none"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.filter);
+    CHECK(Plan(c.filter) == c.plan);
+  }
+}
+
+TEST_CASE("planner: long or-chains of keys stay exact") {
+  std::string filter;
+  for (int i = 999; i >= 0; --i) {
+    if (!filter.empty()) filter += " or ";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "(PartitionKey eq 'p%04d' and RowKey eq 'r')", i);
+    filter += buf;
+  }
+  auto f = ParseFilter(filter);
+  REQUIRE(f.ok());
+  QueryPlan p = Compile(&*f);
+  CHECK_FALSE(p.residual);
+  REQUIRE(p.ranges.size() == 1000);
+  CHECK(p.ranges.front().ToString() == "['p0000','r' .. 'p0000','r']");
+  CHECK(p.ranges.back().ToString() == "['p0999','r' .. 'p0999','r']");
+}
+
+TEST_CASE("planner: pathological filters give up gracefully") {
+  // (PK in 2000 values) and (RK in 2000 values) would need 4M ranges.
+  std::string pks, rks;
+  for (int i = 0; i < 2000; ++i) {
+    if (i) {
+      pks += " or ";
+      rks += " or ";
+    }
+    pks += "PartitionKey eq 'p" + std::to_string(i) + "'";
+    rks += "RowKey eq 'r" + std::to_string(i) + "'";
+  }
+  auto f = ParseFilter("(" + pks + ") and (" + rks + ")");
+  REQUIRE(f.ok());
+  QueryPlan p = Compile(&*f);
+  REQUIRE(p.ranges.size() == 1);
+  CHECK(p.ranges.front() == storage::KeyRange::All());
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString() == f->ToString());
+}
+
+TEST_CASE("key sets: interval algebra") {
+  IntervalSet ab = StringsWhere(CmpOp::kGe, "a");
+  ab = Intersect(ab, StringsWhere(CmpOp::kLt, "b"));
+  CHECK(Contains(ab, "a"));
+  CHECK(Contains(ab, "azzz"));
+  CHECK_FALSE(Contains(ab, "b"));
+  CHECK_FALSE(Contains(ab, ""));
+  IntervalSet not_ab = Complement(ab);
+  CHECK(Contains(not_ab, ""));
+  CHECK(Contains(not_ab, "b"));
+  CHECK_FALSE(Contains(not_ab, "a"));
+  CHECK(Union(ab, not_ab) == AllStrings());
+  CHECK(Intersect(ab, not_ab).empty());
+  CHECK(Complement(AllStrings()).empty());
+  CHECK(Complement(IntervalSet{}) == AllStrings());
+  CHECK(StringsWhere(CmpOp::kLt, "").empty());
+  CHECK(StringsWhere(CmpOp::kGe, "") == AllStrings());
+  CHECK(StringsWhere(CmpOp::kNe, "").size() == 1);
+  CHECK_FALSE(Contains(StringsWhere(CmpOp::kNe, ""), ""));
+  CHECK(Contains(StringsWhere(CmpOp::kGt, ""), "\x01"));
+  // Touching intervals merge.
+  CHECK(Union(StringsWhere(CmpOp::kLt, "m"), StringsWhere(CmpOp::kGe, "m")) == AllStrings());
+  CHECK(Union(StringsWhere(CmpOp::kLe, "m"), StringsWhere(CmpOp::kGt, "m")) == AllStrings());
+}
+
+TEST_CASE("key sets: maps") {
+  size_t budget = 1000;
+  KeyMap a = PartitionMap(StringsWhere(CmpOp::kEq, "a"));
+  KeyMap r = UniformMap(StringsWhere(CmpOp::kGe, "x"));
+  auto ar = MapAnd(a, r, &budget);
+  REQUIRE(ar);
+  CHECK(MapContains(*ar, "a", "x"));
+  CHECK_FALSE(MapContains(*ar, "a", "w"));
+  CHECK_FALSE(MapContains(*ar, "b", "x"));
+  auto n = MapNot(*ar, &budget);
+  REQUIRE(n);
+  CHECK(MapContains(*n, "a", "w"));
+  CHECK(MapContains(*n, "b", "x"));
+  CHECK_FALSE(MapContains(*n, "a", "x"));
+  auto all = MapOr(*ar, *n, &budget);
+  REQUIRE(all);
+  CHECK(*all == UniformMap(AllStrings()));
+  size_t tiny = 1;
+  CHECK_FALSE(MapAnd(a, r, &tiny));
+  CHECK(tiny == 0);
+}
+
+}  // namespace
+}  // namespace cerulean::odata

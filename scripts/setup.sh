@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs what building and testing Cerulean needs on Debian bookworm, and
+# nothing that is already there: the apt packages (skipped entirely when
+# dpkg reports them all installed), Node.js when `node`/`npm` are absent, and
+# the end-to-end suite's npm packages when tests/e2e/node/node_modules is
+# missing. Safe to run repeatedly.
+#
+# Environment: SKIP_NPM=1 skips the npm step (start.sh does not need it).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+readonly APT_PACKAGES=(
+  build-essential cmake pkg-config
+  libboost1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
+  nlohmann-json3-dev libsqlite3-dev doctest-dev libssl-dev
+  python3-azure
+)
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# Runs a command as root: directly when we are root, else through sudo.
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    log "need root or sudo to run: $*"
+    return 1
+  fi
+}
+
+# True iff dpkg records the package as fully installed.
+installed() {
+  [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]
+}
+
+apt_install() {
+  log "apt-get install $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for pkg in "${APT_PACKAGES[@]}"; do
+    installed "$pkg" || missing+=("$pkg")
+  done
+else
+  log "dpkg not found; not a Debian system, skipping apt packages"
+fi
+
+# Node.js: any node/npm on PATH will do (NodeSource, nvm, Debian); only fall
+# back to Debian's packages when one of them is absent.
+if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+
+if ((${#missing[@]} > 0)); then
+  apt_install "${missing[@]}"
+else
+  log "apt packages present"
+fi
+
+if [[ ${SKIP_NPM:-0} != 1 ]]; then
+  node_dir=tests/e2e/node
+  if [[ -f $node_dir/package.json && ! -d $node_dir/node_modules ]]; then
+    if [[ -f $node_dir/package-lock.json ]]; then
+      log "npm ci in $node_dir"
+      (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    else
+      log "npm install in $node_dir"
+      (cd "$node_dir" && npm install --no-audit --no-fund --loglevel=error)
+    fi
+  fi
+fi

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Builds Cerulean (installing missing apt and npm packages first), runs the
+# doctest unit-test binaries, then every end-to-end suite against the real
+# binary. Prints one summary line per suite and ends with exactly
+#
+#   N passed, N failed
+#
+# exiting non-zero when anything failed (a suite that crashes, times out or
+# exits non-zero without reporting a failure counts as one failure).
+#
+#   bash scripts/test.sh                 # everything
+#   bash scripts/test.sh unit node       # only some suites (unit, node, python, container)
+#
+# Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
+# build; CERULEAN_BIN to test another binary with the e2e suites;
+# UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$(pwd)
+
+build_dir=${BUILD_DIR:-build}
+[[ $build_dir == /* ]] || build_dir=$repo/$build_dir
+unit_timeout=${UNIT_TIMEOUT:-300}
+e2e_timeout=${E2E_TIMEOUT:-600}
+log_dir=$build_dir/test-logs
+
+selected=("$@")
+wants() {
+  ((${#selected[@]} == 0)) && return 0
+  local s
+  for s in "${selected[@]}"; do [[ $s == "$1" ]] && return 0; done
+  return 1
+}
+
+summary=()
+total_passed=0
+total_failed=0
+
+# record NAME PASSED FAILED [NOTE]: adds a suite's counts to the summary.
+record() {
+  local name=$1 passed=$2 failed=$3 note=${4:-}
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  summary+=("$(printf '%-22s %s passed, %s failed%s' "$name:" "$passed" "$failed" "${note:+ ($note)}")")
+}
+
+finish() {
+  echo
+  echo "==================== summary ===================="
+  local line
+  for line in "${summary[@]}"; do echo "$line"; done
+  echo "================================================="
+  echo "$total_passed passed, $total_failed failed"
+  ((total_failed == 0))
+}
+
+# run_logged LOG CMD...: runs CMD with stdout+stderr shown and copied to LOG;
+# returns CMD's exit status.
+run_logged() {
+  local log=$1
+  shift
+  set +o pipefail
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -o pipefail
+  return "$rc"
+}
+
+# parse_counts LOG: prints "PASSED FAILED" from a runner's output, or nothing
+# when it holds no recognisable summary. Understands, last occurrence winning:
+#   our convention      "12 passed, 0 failed"
+#   doctest             "[doctest] test cases: 12 | 12 passed | 0 failed | 0 skipped"
+#   node --test (TAP)   "# pass 12" / "# fail 0"
+#   pytest              "==== 2 failed, 10 passed, 1 error in 3.2s ===="
+#   unittest            "Ran 12 tests" + "FAILED (failures=1, errors=1)"
+parse_counts() {
+  sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+    function num(s, re,   m) { return match(s, re) ? substr(s, RSTART, RLENGTH) + 0 : 0 }
+    /^[[:space:]]*[0-9]+ passed, [0-9]+ failed[[:space:]]*$/ {
+      k = split($0, a, /[^0-9]+/); n = 0
+      for (i = 1; i <= k; i++) if (a[i] != "") v[++n] = a[i]
+      fmt = "ours"; p = v[1] + 0; f = v[2] + 0; next
+    }
+    /\[doctest\] test cases:/ {
+      line = $0; sub(/.*test cases:/, "", line); split(line, c, "|")
+      dp = num(c[2], "[0-9]+"); df = num(c[3], "[0-9]+")
+      fmt = "doctest"; p = dp; f = df; next
+    }
+    /^# pass [0-9]+/ { tp = $3 + 0; have_tap = 1 }
+    /^# fail [0-9]+/ { tf = $3 + 0; have_tap = 1 }
+    /^=+ .* in [0-9.]+s/ && /(passed|failed|error|no tests ran)/ {
+      pp = 0; pf = 0
+      if (match($0, /[0-9]+ passed/)) pp = substr($0, RSTART, RLENGTH) + 0
+      if (match($0, /[0-9]+ failed/)) pf += substr($0, RSTART, RLENGTH) + 0
+      if (match($0, /[0-9]+ error/)) pf += substr($0, RSTART, RLENGTH) + 0
+      fmt = "pytest"; p = pp; f = pf; next
+    }
+    /^Ran [0-9]+ tests?/ { ur = $2 + 0; have_ut = 1 }
+    /^FAILED \(/ {
+      uf = 0
+      if (match($0, /failures=[0-9]+/)) uf += substr($0, RSTART + 9, RLENGTH - 9) + 0
+      if (match($0, /errors=[0-9]+/)) uf += substr($0, RSTART + 7, RLENGTH - 7) + 0
+    }
+    END {
+      if (fmt != "") { print p, f; exit }
+      if (have_tap) { print tp, tf; exit }
+      if (have_ut) { print ur - uf, uf; exit }
+    }'
+}
+
+# run_suite NAME TIMEOUT CMD...: runs one suite and records its counts.
+run_suite() {
+  local name=$1 limit=$2
+  shift 2
+  local log=$log_dir/$name.log
+  echo
+  echo "==================== $name ===================="
+  local rc=0
+  run_logged "$log" timeout --kill-after=15 "$limit" "$@" || rc=$?
+  local counts passed=0 failed=0 note=""
+  counts=$(parse_counts "$log")
+  if [[ -n $counts ]]; then
+    read -r passed failed <<<"$counts"
+  else
+    note="no test summary found"
+  fi
+  if ((rc == 124 || rc == 137)); then
+    note="timed out after ${limit}s"
+    failed=$((failed + 1))
+  elif ((rc != 0 && failed == 0)); then
+    note="${note:+$note; }exit status $rc"
+    failed=1
+  elif [[ -z $counts && $rc -eq 0 ]]; then
+    failed=1
+  fi
+  record "$name" "$passed" "$failed" "$note"
+}
+
+# --- build --------------------------------------------------------------------
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+  echo "==================== build ===================="
+  if ! BUILD_DIR=$build_dir bash scripts/build.sh; then
+    record build 0 1 "build failed"
+    finish
+    exit 1
+  fi
+else
+  bash scripts/setup.sh
+fi
+mkdir -p "$log_dir"
+
+export CERULEAN_BIN=${CERULEAN_BIN:-$build_dir/cerulean}
+export BUILD_DIR=$build_dir
+
+# --- unit tests -----------------------------------------------------------------
+if wants unit; then
+  for t in storage_test odata_test server_test; do
+    if [[ -x $build_dir/$t ]]; then
+      run_suite "$t" "$unit_timeout" "$build_dir/$t" --no-colors=true
+    fi
+  done
+fi
+
+# --- end-to-end suites ------------------------------------------------------------
+if [[ ! -x $CERULEAN_BIN ]]; then
+  record e2e 0 1 "no server binary at $CERULEAN_BIN"
+else
+  if wants node && [[ -f tests/e2e/node/run.js ]]; then
+    run_suite e2e-node "$e2e_timeout" node tests/e2e/node/run.js
+  fi
+  if wants python && [[ -f tests/e2e/python/run.sh ]]; then
+    run_suite e2e-python "$e2e_timeout" bash tests/e2e/python/run.sh
+  fi
+  if wants container && [[ -f tests/container/run.sh ]]; then
+    run_suite container "$e2e_timeout" bash tests/container/run.sh
+  fi
+fi
+
+finish

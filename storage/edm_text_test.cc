@@ -1,0 +1,82 @@
+#include "storage/edm_text.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace cerulean::storage {
+namespace {
+
+constexpr int64_t kTicksPerSecond = 10'000'000;
+
+TEST_CASE("edm_text: DateTime parse and format") {
+  CHECK(ParseDateTime("0001-01-01T00:00:00Z") == 0);
+  CHECK(ParseDateTime("1970-01-01T00:00:00Z") == kUnixEpochTicks);
+  CHECK(ParseDateTime("1601-01-01T00:00:00Z") == kMinDateTimeTicks);
+  CHECK(ParseDateTime("9999-12-31T23:59:59.9999999Z") == kMaxDateTimeTicks);
+  // No zone means UTC; seconds are optional.
+  CHECK(ParseDateTime("1970-01-01T00:00:00") == kUnixEpochTicks);
+  CHECK(ParseDateTime("1970-01-01T00:01") == kUnixEpochTicks + 60 * kTicksPerSecond);
+  // Offsets convert to UTC.
+  CHECK(ParseDateTime("1970-01-01T01:00:00+01:00") == kUnixEpochTicks);
+  CHECK(ParseDateTime("1969-12-31T19:00:00-05:00") == kUnixEpochTicks);
+  // Fractions of 1..7 digits.
+  CHECK(ParseDateTime("1970-01-01T00:00:00.5Z") == kUnixEpochTicks + kTicksPerSecond / 2);
+  CHECK(ParseDateTime("1970-01-01T00:00:00.0000001Z") == kUnixEpochTicks + 1);
+  CHECK(ParseDateTime("2024-02-29T00:00:00Z").has_value());
+
+  for (const char* bad :
+       {"", "2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z",
+        "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z", "2024-01-01T00:00:60Z",
+        "2024-01-01T00:00:00.Z", "2024-01-01T00:00:00.12345678Z", "2024-01-01T00:00:00ZZ",
+        "2024-01-01 00:00:00Z", "0000-01-01T00:00:00Z", "2024-01-01T00:00:00+1:00",
+        "2024-01-01T00:00:00+15:00", "24-01-01T00:00:00Z", "2024-01-01"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseDateTime(bad).has_value());
+  }
+  // Before 0001-01-01 UTC after the offset.
+  CHECK_FALSE(ParseDateTime("0001-01-01T00:00:00+01:00").has_value());
+
+  CHECK(FormatDateTime(0) == "0001-01-01T00:00:00Z");
+  CHECK(FormatDateTime(kUnixEpochTicks) == "1970-01-01T00:00:00Z");
+  CHECK(FormatDateTime(kUnixEpochTicks + kTicksPerSecond / 2) == "1970-01-01T00:00:00.5Z");
+  CHECK(FormatDateTime(kMaxDateTimeTicks) == "9999-12-31T23:59:59.9999999Z");
+  for (const char* text :
+       {"2024-02-29T12:34:56.1234567Z", "1999-12-31T23:59:59.01Z", "2000-03-01T00:00:00Z"}) {
+    auto ticks = ParseDateTime(text);
+    REQUIRE(ticks.has_value());
+    CHECK(FormatDateTime(*ticks) == text);
+  }
+  CHECK(FormatDateTimeInvariant(*ParseDateTime("2024-02-09T05:04:03Z")) == "02/09/2024 05:04:03");
+  // A plausible clock.
+  CHECK(NowTicks() > *ParseDateTime("2020-01-01T00:00:00Z"));
+}
+
+TEST_CASE("edm_text: Guid parse and format") {
+  auto g = ParseGuid("C9DA6455-213D-42C9-9A79-3E9149A57833");
+  REQUIRE(g.has_value());
+  CHECK(g->bytes[0] == 0xC9);
+  CHECK(g->bytes[15] == 0x33);
+  CHECK(FormatGuid(*g) == "c9da6455-213d-42c9-9a79-3e9149a57833");
+  CHECK(ParseGuid(FormatGuid(*g)) == g);
+  for (const char* bad :
+       {"", "c9da6455213d42c99a793e9149a57833", "c9da6455-213d-42c9-9a79-3e9149a5783",
+        "c9da6455-213d-42c9-9a79-3e9149a578333", "g9da6455-213d-42c9-9a79-3e9149a57833",
+        "c9da6455+213d-42c9-9a79-3e9149a57833"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseGuid(bad).has_value());
+  }
+}
+
+TEST_CASE("edm_text: FormatDouble") {
+  CHECK(FormatDouble(1.0) == "1.0");
+  CHECK(FormatDouble(-0.0) == "-0.0");
+  CHECK(FormatDouble(0.1) == "0.1");
+  CHECK(FormatDouble(2.5) == "2.5");
+  CHECK(FormatDouble(123456.0) == "123456.0");
+  CHECK(FormatDouble(1e20) == "1E+20");
+  CHECK(FormatDouble(1.5e-7) == "1.5E-07");
+}
+
+}  // namespace
+}  // namespace cerulean::storage

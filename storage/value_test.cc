@@ -1,0 +1,83 @@
+#include "storage/value.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "storage/key_range.h"
+
+namespace cerulean::storage {
+namespace {
+
+int Sign(int x) { return (x > 0) - (x < 0); }
+
+TEST_CASE("value: CompareOrdinal is a total order, also on invalid bytes") {
+  const std::vector<std::string> keys = {
+      "", "a", "ab", "b", "\xED\x9F\xBF", "\xF0\x90\x80\x80", "\xEE\x80\x80", "\xEF\xBF\xBF",
+      // Not UTF-8, but CompareOrdinal must still be consistent on them.
+      std::string("\xFE", 1), std::string("\xFF", 1), std::string("\xEE", 1),
+      std::string("\x80", 1)};
+  for (const auto& a : keys) {
+    CHECK(CompareOrdinal(a, a) == 0);
+    for (const auto& b : keys) {
+      CAPTURE(a);
+      CAPTURE(b);
+      CHECK(Sign(CompareOrdinal(a, b)) == -Sign(CompareOrdinal(b, a)));
+      if (a != b) CHECK(CompareOrdinal(a, b) != 0);
+      for (const auto& c : keys) {
+        if (CompareOrdinal(a, b) < 0 && CompareOrdinal(b, c) < 0) CHECK(CompareOrdinal(a, c) < 0);
+      }
+    }
+  }
+  // The motivating case: a supplementary character (surrogate pair D800..)
+  // sorts before U+E000 in UTF-16, after it in UTF-8.
+  CHECK(CompareOrdinal("\xF0\x90\x80\x80", "\xEE\x80\x80") < 0);
+  CHECK(CompareOrdinal("\xED\x9F\xBF", "\xF0\x90\x80\x80") < 0);
+  CHECK(CompareOrdinal("B", "a") < 0);
+}
+
+TEST_CASE("value: Utf16Length") {
+  CHECK(Utf16Length("") == 0);
+  CHECK(Utf16Length("abc") == 3);
+  CHECK(Utf16Length("\xC3\xA9") == 1);
+  CHECK(Utf16Length("\xEF\xBF\xBD") == 1);
+  CHECK(Utf16Length("\xF0\x9F\x98\x80") == 2);
+  CHECK(Utf16Length("a\xF0\x9F\x98\x80"
+                    "b") == 4);
+  // Invalid bytes count one each.
+  CHECK(Utf16Length(std::string("\x80\xFF\xF8", 3)) == 3);
+}
+
+TEST_CASE("value: Entity::Find and Value equality") {
+  Entity e;
+  e.properties = {{"a", Value::Int32(1)}, {"b", Value::String("x")}};
+  REQUIRE(e.Find("b") != nullptr);
+  CHECK(*e.Find("b") == Value::String("x"));
+  CHECK(e.Find("c") == nullptr);
+  CHECK_FALSE(Value::Int32(1) == Value::Int64(1));
+  CHECK_FALSE(Value::Double(0.0) == Value::Double(-0.0));
+  CHECK(EdmTypeName(EdmType::kDateTime) == "Edm.DateTime");
+}
+
+TEST_CASE("key_range: Contains and ToString") {
+  KeyRange partition{KeyBound{"p", std::nullopt, true}, KeyBound{"p", std::nullopt, true}};
+  CHECK(partition.Contains("p", ""));
+  CHECK(partition.Contains("p", "\xEF\xBF\xBF"));
+  CHECK_FALSE(partition.Contains("pa", ""));
+  CHECK_FALSE(partition.Contains("", "p"));
+  KeyRange after{KeyBound{"p", std::nullopt, false}, std::nullopt};
+  CHECK_FALSE(after.Contains("p", "z"));
+  CHECK(after.Contains("q", ""));
+  KeyRange composite{KeyBound{"p", "b", false}, KeyBound{"q", "a", true}};
+  CHECK_FALSE(composite.Contains("p", "b"));
+  CHECK(composite.Contains("p", "c"));
+  CHECK(composite.Contains("q", "a"));
+  CHECK_FALSE(composite.Contains("q", "b"));
+  CHECK(KeyRange::All().Contains("", ""));
+  CHECK(composite.ToString() == "('p','b' .. 'q','a']");
+  CHECK(KeyRange::All().ToString() == "(-inf .. +inf)");
+}
+
+}  // namespace
+}  // namespace cerulean::storage

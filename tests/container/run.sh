@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Container test: builds docker/Dockerfile and runs the image's binary, driven by azure.data.tables.
+#   bash tests/container/run.sh
+#
+# These machines have no Docker engine and reach no registry (see shared/notes/containers.md), so
+# the image is built by Podman (chroot isolation) on a Debian base image made locally with
+# debootstrap and tagged debian:bookworm-slim, and the binary is started with `buildah run` on the
+# host network (podman run cannot set rlimits here). The base image and the build's layer cache
+# stay in Podman's storage, so later runs only recompile the sources.
+#
+# Environment: CONTAINER_IMAGE (default localhost/cerulean-test), DEBIAN_MIRROR
+# (default http://deb.debian.org/debian), PYTHON (default /usr/bin/python3).
+# Skips (exit 0, "0 passed, 0 failed") only when Podman/Buildah cannot be installed.
+# The last line is always "N passed, N failed"; the exit status is non-zero iff something failed.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+image="${CONTAINER_IMAGE:-localhost/cerulean-test}"
+base="docker.io/library/debian:bookworm-slim"
+mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+python="${PYTHON:-/usr/bin/python3}"
+work="$(mktemp -d /tmp/cerulean-container.XXXXXX)"
+passed=0
+failed=0
+container=""
+buildah_pid=""
+
+say() { echo "container: $*"; }
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1${2:+ — $2}"; failed=$((failed + 1)); }
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" = 0 ]
+  exit
+}
+skip() {
+  say "skipped: $1"
+  echo "0 passed, 0 failed"
+  exit 0
+}
+cleanup() {
+  [ -n "$buildah_pid" ] && kill "$buildah_pid" 2>/dev/null && wait "$buildah_pid" 2>/dev/null
+  [ -n "$container" ] && buildah rm "$container" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- tools --------------------------------------------------------------------------------------
+missing=()
+for tool in podman buildah runc debootstrap; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ "${#missing[@]}" != 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    skip "${missing[*]} not installed and cannot apt-get install as $(id -un)"
+  fi
+  say "installing podman buildah runc debootstrap"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get install -y podman buildah runc debootstrap > "$work/apt.log" 2>&1 ||
+    { timeout 300 apt-get update > "$work/apt.log" 2>&1 &&
+      timeout 600 apt-get install -y podman buildah runc debootstrap > "$work/apt.log" 2>&1; } ||
+    { tail -5 "$work/apt.log"; skip "apt-get install podman buildah runc debootstrap failed"; }
+fi
+if ! "$python" -c 'import azure.data.tables' 2>/dev/null && [ "$(id -u)" = 0 ]; then
+  say "installing python3-azure"
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y python3-azure > "$work/apt.log" 2>&1 ||
+    tail -5 "$work/apt.log"
+fi
+
+# --- base image ---------------------------------------------------------------------------------
+if podman image exists "$base"; then
+  pass "base image $base present"
+else
+  say "making $base with debootstrap from $mirror (about a minute)"
+  rootfs="$work/rootfs"
+  if timeout 900 debootstrap --variant=minbase bookworm "$rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 &&
+     tar -C "$rootfs" -c . | podman import - localhost/debian-base:bookworm > /dev/null 2>&1 &&
+     podman tag localhost/debian-base:bookworm "$base"; then
+    pass "base image $base made locally"
+  else
+    tail -20 "$work/debootstrap.log"
+    fail "base image" "debootstrap/podman import failed"
+    finish
+  fi
+  rm -rf "$rootfs"
+fi
+
+# --- build --------------------------------------------------------------------------------------
+old_id="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
+say "building $image from docker/Dockerfile"
+start=$SECONDS
+if timeout 1800 podman build --pull=never --runtime runc --isolation chroot --layers \
+     -f "$repo/docker/Dockerfile" -t "$image" "$repo" > "$work/build.log" 2>&1; then
+  pass "image builds ($((SECONDS - start)) s)"
+  new_id="$(podman image inspect --format '{{.Id}}' "$image")"
+  # Keep the layer cache but not every superseded image.
+  [ -n "$old_id" ] && [ "$old_id" != "$new_id" ] && podman rmi "$old_id" > /dev/null 2>&1
+else
+  tail -40 "$work/build.log"
+  fail "image builds" "podman build failed after $((SECONDS - start)) s"
+  finish
+fi
+
+# --- image configuration (buildah run does not use ENTRYPOINT/CMD, so read them) ---------------
+podman image inspect --format '{{json .Config}}' "$image" > "$work/config.json"
+config_check() {  # NAME PYTHON-EXPRESSION-OVER-c
+  if "$python" -c "import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
+       "$work/config.json"; then
+    pass "$1"
+  else
+    fail "$1" "$(cat "$work/config.json")"
+  fi
+}
+config_check "entrypoint listens on 0.0.0.0 with data in /data" \
+  'c.get("Entrypoint") == ["/usr/local/bin/cerulean", "--tableHost", "0.0.0.0", "--location", "/data"]'
+config_check "no default arguments (CMD empty)" 'not c.get("Cmd")'
+config_check "exposes 10002/tcp" '"10002/tcp" in (c.get("ExposedPorts") or {})'
+config_check "declares the /data volume" '"/data" in (c.get("Volumes") or {})'
+config_check "runs as the unprivileged user" 'c.get("User") == "cerulean"'
+config_check "health check probes /_health" \
+  '"/_health" in " ".join((c.get("Healthcheck") or {}).get("Test") or [])'
+entrypoint=()
+while IFS= read -r arg; do entrypoint+=("$arg"); done < <(
+  "$python" -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1])).get("Entrypoint") or []))' \
+    "$work/config.json")
+[ "${#entrypoint[@]}" = 0 ] && entrypoint=(/usr/local/bin/cerulean --tableHost 0.0.0.0 --location /data)
+
+# --- run ----------------------------------------------------------------------------------------
+if ! container="$(buildah from --pull-never "$image" 2>"$work/from.log")"; then
+  cat "$work/from.log"
+  container=""
+  fail "working container" "buildah from failed"
+  finish
+fi
+in_container() { timeout 60 buildah run --isolation chroot --network host "$container" "$@"; }
+
+if out="$(in_container /usr/local/bin/cerulean --version 2>&1)" && [[ "$out" == cerulean* ]]; then
+  pass "binary runs in the image ($out)"
+else
+  fail "binary runs in the image" "$out"
+fi
+
+# Starts the entrypoint command (plus --tablePort 0) in the background; sets port and buildah_pid.
+start_server() {
+  local log="$work/server$1.log"
+  : > "$log"
+  buildah run --isolation chroot --network host "$container" "${entrypoint[@]}" --tablePort 0 \
+    > "$log" 2>&1 &
+  buildah_pid=$!
+  port=""
+  for _ in $(seq 1 300); do
+    port="$(sed -n 's/.*successfully listening at http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$log" | head -1)"
+    [ -n "$port" ] && return 0
+    kill -0 "$buildah_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log"
+  return 1
+}
+
+# The server's process id: buildah run's descendant named cerulean (buildah itself would SIGKILL it).
+server_pid() {
+  local queue=("$1") p
+  while [ "${#queue[@]}" != 0 ]; do
+    p="${queue[0]}"
+    queue=("${queue[@]:1}")
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = cerulean ] && { echo "$p"; return 0; }
+    queue+=($(pgrep -P "$p" || true))
+  done
+  return 1
+}
+
+stop_server() {
+  local pid
+  pid="$(server_pid "$buildah_pid")" || { fail "$1" "server process not found"; return; }
+  kill -TERM "$pid"
+  for _ in $(seq 1 150); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    fail "$1" "still running 15 s after SIGTERM"
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  if wait "$buildah_pid"; then pass "$1"; else fail "$1" "exit status $? after SIGTERM"; fi
+  buildah_pid=""
+}
+
+table="container$(date +%s)$RANDOM"
+if start_server 1; then
+  pass "server starts as the entrypoint with --tablePort 0 (port $port)"
+  endpoint="http://127.0.0.1:$port/devstoreaccount1"
+  if curl -fsS -m 10 "http://127.0.0.1:$port/_health" > /dev/null; then
+    pass "GET /_health from the host"
+  else
+    fail "GET /_health from the host"
+  fi
+  if in_container curl -fsS -m 10 "http://127.0.0.1:$port/_health" > /dev/null 2>&1; then
+    pass "health-check command (curl) works inside the image"
+  else
+    fail "health-check command (curl) works inside the image"
+  fi
+  if timeout 120 "$python" "$here/smoke.py" "$endpoint" write "$table"; then
+    pass "azure.data.tables writes and reads every type, transactions, paging"
+  else
+    fail "azure.data.tables writes and reads every type, transactions, paging"
+  fi
+  stop_server "graceful stop on SIGTERM (exit 0)"
+else
+  fail "server starts as the entrypoint with --tablePort 0"
+  finish
+fi
+
+if start_server 2; then
+  if timeout 120 "$python" "$here/smoke.py" "http://127.0.0.1:$port/devstoreaccount1" verify "$table"; then
+    pass "data in /data survives a restart"
+  else
+    fail "data in /data survives a restart"
+  fi
+  stop_server "second graceful stop"
+else
+  fail "server restarts on its /data"
+fi
+
+finish
