@@ -204,7 +204,7 @@ TEST_CASE("codec: random corruption never crashes") {
   EncodeProperties(AllTypes(), &good);
   std::vector<Property> out;
   int ok = 0, bad = 0;
-  for (int iter = 0; iter < 20000; ++iter) {
+  for (int iter = 0; iter < 10000; ++iter) {
     std::string blob = good;
     int flips = 1 + static_cast<int>(rng() % 4);
     for (int f = 0; f < flips; ++f) {

@@ -447,13 +447,26 @@ Status SqliteStore::Init() {
 }
 
 template <typename Body>
-Status SqliteStore::WriteTransaction(Body&& body) {
+Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   std::lock_guard<std::mutex> lock(writer_mu_);
   Connection* w = writer_.get();
-  Status s = w->Exec("BEGIN IMMEDIATE");
+  // A lazy commit skips its fsync; the next durable commit syncs the WAL
+  // with its frames too, and WAL frames are replayed in order, so the lazy
+  // one can be lost only together with everything after it. Setting the
+  // pragma only flips a pager flag.
+  const bool lazy = sync == Sync::kLazy && !options_.in_memory && options_.fsync_commits;
+  Status s = lazy ? w->Exec("PRAGMA synchronous=NORMAL") : Status::Ok();
+  if (s.ok()) s = w->Exec("BEGIN IMMEDIATE");
   if (s.ok()) s = body(w);
-  if (s.ok()) return w->Commit();
-  w->RollbackIfActive();
+  if (s.ok()) {
+    s = w->Commit();
+  } else {
+    w->RollbackIfActive();
+  }
+  if (lazy) {
+    Status restored = w->Exec("PRAGMA synchronous=FULL");
+    if (s.ok()) s = restored;
+  }
   return s;
 }
 
@@ -898,38 +911,40 @@ void SqliteStore::ReaperLoop() {
 
 Status SqliteStore::ReapChunk(bool* more) {
   *more = false;
-  return WriteTransaction([&](Connection* w) {
-    int64_t id = 0;
-    {
-      Stmt pick;
-      Status s = w->Prepare("SELECT table_id FROM doomed_tables LIMIT 1", &pick);
-      if (!s.ok()) return s;
-      int rc = pick.Step();
-      if (rc == SQLITE_DONE) return Status::Ok();
-      if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "pick doomed table");
-      id = pick.ColumnInt64(0);
-    }
-    Stmt chunk;
-    Status s = w->Prepare(
-        "DELETE FROM entities WHERE table_id = ?1 AND (pk, rk) IN "
-        "(SELECT pk, rk FROM entities WHERE table_id = ?1 ORDER BY pk, rk LIMIT ?2)",
-        &chunk);
-    if (!s.ok()) return s;
-    chunk.BindInt64(1, id);
-    chunk.BindInt64(2, static_cast<int64_t>(std::max<size_t>(1, options_.reap_chunk_rows)));
-    int rc = chunk.Step();
-    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "reap rows");
-    if (static_cast<size_t>(sqlite3_changes64(w->db)) < options_.reap_chunk_rows) {
-      Stmt done;
-      s = w->Prepare("DELETE FROM doomed_tables WHERE table_id = ?1", &done);
-      if (!s.ok()) return s;
-      done.BindInt64(1, id);
-      rc = done.Step();
-      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "finish reaping");
-    }
-    *more = true;
-    return Status::Ok();
-  });
+  return WriteTransaction(
+      [&](Connection* w) {
+        int64_t id = 0;
+        {
+          Stmt pick;
+          Status s = w->Prepare("SELECT table_id FROM doomed_tables LIMIT 1", &pick);
+          if (!s.ok()) return s;
+          int rc = pick.Step();
+          if (rc == SQLITE_DONE) return Status::Ok();
+          if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "pick doomed table");
+          id = pick.ColumnInt64(0);
+        }
+        Stmt chunk;
+        Status s = w->Prepare(
+            "DELETE FROM entities WHERE table_id = ?1 AND (pk, rk) IN "
+            "(SELECT pk, rk FROM entities WHERE table_id = ?1 ORDER BY pk, rk LIMIT ?2)",
+            &chunk);
+        if (!s.ok()) return s;
+        chunk.BindInt64(1, id);
+        chunk.BindInt64(2, static_cast<int64_t>(std::max<size_t>(1, options_.reap_chunk_rows)));
+        int rc = chunk.Step();
+        if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "reap rows");
+        if (static_cast<size_t>(sqlite3_changes64(w->db)) < options_.reap_chunk_rows) {
+          Stmt done;
+          s = w->Prepare("DELETE FROM doomed_tables WHERE table_id = ?1", &done);
+          if (!s.ok()) return s;
+          done.BindInt64(1, id);
+          rc = done.Step();
+          if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "finish reaping");
+        }
+        *more = true;
+        return Status::Ok();
+      },
+      Sync::kLazy);  // a lost chunk is simply reaped again
 }
 
 SqliteStoreStats SqliteStore::GetStats() const {

@@ -120,10 +120,16 @@ class SqliteStore final : public Store {
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
 
+  // How a write transaction's commit reaches the disk.
+  enum class Sync {
+    kDurable,  // per SqliteStoreOptions::fsync_commits
+    kLazy,     // never fsync'ed by its own commit (work that can be redone)
+  };
+
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT on the writer connection;
   // rolls back iff `body` or the commit fails.
   template <typename Body>
-  Status WriteTransaction(Body&& body);
+  Status WriteTransaction(Body&& body, Sync sync = Sync::kDurable);
 
   void WakeReaper();
   void ReaperLoop();

@@ -678,7 +678,7 @@ TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, 
   REQUIRE(store->CreateTable("acct", "big").ok());
   REQUIRE(store->CreateTable("acct", "keep").ok());
   REQUIRE(store->Apply("acct", "keep", {Insert("p", "r")}, nullptr, nullptr).ok());
-  constexpr int kRows = 20000;
+  constexpr int kRows = 5000;
   for (int batch = 0; batch < kRows / 1000; ++batch) {
     std::vector<WriteOp> ops;
     for (int i = 0; i < 1000; ++i) {
@@ -780,7 +780,7 @@ TEST_CASE("store(file): the destructor stops a busy reaper") {
   auto store = OpenStore<FileBackend>(dir, tiny_chunks);
   REQUIRE(store->CreateTable("acct", "t").ok());
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 20000; ++i) ops.push_back(Insert("p", std::to_string(i)));
+  for (int i = 0; i < 8000; ++i) ops.push_back(Insert("p", std::to_string(i)));
   REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
   REQUIRE(store->DeleteTable("acct", "t").ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
