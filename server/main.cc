@@ -3,6 +3,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <sched.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,17 @@
 namespace {
 
 using namespace cerulean;
+
+// Threads of the blocking pool (see ServerContext::blocking_pool).
+constexpr size_t kBlockingThreads = 32;
+
+// CPUs in this process's affinity mask (at least 1).
+unsigned UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::CliOptions& cli) {
   storage::SqliteStoreOptions store_options;
@@ -124,8 +137,14 @@ int Serve(const server::CliOptions& cli) {
   ctx.metrics = &metrics;
   ctx.logger = &logger;
 
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  // One I/O thread per CPU this process may run on (taskset/cgroup pinning
+  // included): more would only contend for the same cores.
+  unsigned threads = UsableCpus();
   boost::asio::io_context ioc(static_cast<int>(threads));
+  // Requests that can wait on storage run here; enough threads that many
+  // concurrent writers can queue for one group commit.
+  boost::asio::thread_pool blocking_pool(kBlockingThreads);
+  ctx.blocking_pool = &blocking_pool;
   auto listener = std::make_shared<server::Listener>(ioc, ctx);
   if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
@@ -163,6 +182,7 @@ int Serve(const server::CliOptions& cli) {
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
   ioc.run();
   for (auto& t : pool) t.join();
+  blocking_pool.join();
   return 0;
 }
 

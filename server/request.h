@@ -4,6 +4,7 @@
 // is itself thread-safe); a Request belongs to one thread.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http.hpp>
 #include <map>
 #include <optional>
@@ -42,6 +43,10 @@ struct ServerContext {
   ServerOptions options;
   Metrics* metrics = nullptr;  // may be null
   Logger* logger = nullptr;    // may be null
+  // Where requests that may block on storage (writes, scans) run, so that
+  // the I/O threads keep serving while a commit waits for its fsync and
+  // concurrent writes can share one commit. Null: run on the I/O thread.
+  boost::asio::thread_pool* blocking_pool = nullptr;
 };
 
 // What the request addresses, after the account segment.

@@ -19,6 +19,22 @@ namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(60);
 std::atomic<bool> g_closing{false};
 std::atomic<int> g_in_flight{0};
+
+// True iff answering `req` cannot wait long: reads of one entity and the
+// reserved /_ endpoints other than reset. They run on the I/O thread.
+bool IsQuick(const HttpRequest& req) {
+  if (req.method() != http::verb::get && req.method() != http::verb::head &&
+      req.method() != http::verb::options) {
+    return false;
+  }
+  std::string_view target = req.target();
+  if (target.starts_with("/_")) return true;
+  size_t query = target.find('?');
+  std::string_view path = target.substr(0, query);
+  // A point read: "...table(PartitionKey=...,RowKey=...)".
+  return path.ends_with(")") && path.find("RowKey") != std::string_view::npos;
+}
+
 }  // namespace
 
 void RequestSessionsClose() { g_closing = true; }
@@ -49,8 +65,19 @@ void Session::OnRead(beast::error_code ec, std::size_t) {
   if (ec == http::error::body_limit) return RejectTooLarge();
   if (ec) return Fail(ec, "read");
   ++g_in_flight;
-  HttpRequest req = parser_->release();
-  HttpResponse res = HandleRequest(ctx_, req, peer_);
+  request_ = parser_->release();
+  if (ctx_.blocking_pool == nullptr || IsQuick(request_)) return Respond(HandleRequest(ctx_, request_, peer_));
+  // The request may wait on storage: answer it on the blocking pool and come
+  // back to this session's strand to write. The session stays alive through
+  // the handler's shared_ptr; no other operation runs on it meanwhile.
+  net::post(*ctx_.blocking_pool, [self = shared_from_this()] {
+    HttpResponse res = HandleRequest(self->ctx_, self->request_, self->peer_);
+    net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->Respond(std::move(res)); });
+  });
+}
+
+void Session::Respond(HttpResponse res) {
+  request_ = {};
   bool close = res.need_eof() || g_closing.load();
   if (close) res.keep_alive(false);
   DoWrite(std::move(res), close);

@@ -25,6 +25,8 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void DoRead();
   void OnRead(boost::beast::error_code ec, std::size_t bytes);
+  // Sends the answer to request_ (on the session's strand).
+  void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
   void OnWrite(bool close, boost::beast::error_code ec, std::size_t bytes);
   void DoClose();
@@ -36,6 +38,7 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::beast::flat_buffer buffer_;
   const ServerContext& ctx_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest request_;  // the request being answered
   HttpResponse response_;
   std::string peer_;
 };

@@ -743,134 +743,210 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
   return Status::Ok();
 }
 
-Status SqliteStore::Apply(const std::string& account, const std::string& table,
-                          const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) {
+struct SqliteStore::PendingApply {
+  const std::string* account;
+  const std::string* table;
+  const std::vector<WriteOp>* ops;
   std::vector<int64_t> timestamps;
-  timestamps.reserve(ops.size());
   size_t failed = 0;
-  Status s;
-  {
-    std::lock_guard<std::mutex> lock(writer_mu_);
-    Connection* w = writer_.get();
-    s = w->Exec("BEGIN IMMEDIATE");
-    int64_t id = 0;
-    if (s.ok()) s = LookupTable(w, account, table, &id);
-    // The whole Apply shares one timestamp unless an entity's previous one
-    // is not below it (clock stepped back); writes stay strictly increasing
-    // per entity either way.
-    const int64_t base = NextTimestamp();
-    std::string props_blob;
-    std::vector<Property> props;
-    for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
-      const WriteOp& op = ops[i];
-      failed = i;
-      const Entity& e = op.entity;
-      if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
-        s = Status::InvalidArgument("InvalidKey");
-        break;
-      }
-      std::string pk = EncodeKey(e.partition_key);
-      std::string rk = EncodeKey(e.row_key);
+  Status status;
+  bool done = false;  // guarded by group_mu_
+};
 
-      bool exists = false;
-      int64_t prev_ts = 0;
-      {
-        Stmt get;
-        s = w->Prepare("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
-                       &get);
-        if (!s.ok()) break;
-        get.BindInt64(1, id);
-        get.BindBlob(2, pk);
-        get.BindBlob(3, rk);
-        int rc = get.Step();
-        if (rc == SQLITE_ROW) {
-          exists = true;
-          prev_ts = get.ColumnInt64(0);
-          props_blob.assign(get.ColumnBlob(1));
-        } else if (rc != SQLITE_DONE) {
-          s = SqlStatus(w->db, rc, "read entity");
-          break;
-        }
-      }
+Status SqliteStore::ApplyOps(Connection* w, PendingApply* p) {
+  const std::string& account = *p->account;
+  const std::string& table = *p->table;
+  const std::vector<WriteOp>& ops = *p->ops;
+  p->timestamps.clear();
+  p->timestamps.reserve(ops.size());
+  p->failed = 0;
+  int64_t id = 0;
+  Status s = LookupTable(w, account, table, &id);
+  // The whole Apply shares one timestamp unless an entity's previous one
+  // is not below it (clock stepped back); writes stay strictly increasing
+  // per entity either way.
+  const int64_t base = NextTimestamp();
+  std::string props_blob;
+  std::vector<Property> props;
+  for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
+    const WriteOp& op = ops[i];
+    p->failed = i;
+    const Entity& e = op.entity;
+    if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
+      s = Status::InvalidArgument("InvalidKey");
+      break;
+    }
+    std::string pk = EncodeKey(e.partition_key);
+    std::string rk = EncodeKey(e.row_key);
 
-      bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
-                         op.kind == WriteKind::kDelete;
-      if (op.kind == WriteKind::kInsert && exists) {
-        s = Status::AlreadyExists();
+    bool exists = false;
+    int64_t prev_ts = 0;
+    {
+      Stmt get;
+      s = w->Prepare("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
+                     &get);
+      if (!s.ok()) break;
+      get.BindInt64(1, id);
+      get.BindBlob(2, pk);
+      get.BindBlob(3, rk);
+      int rc = get.Step();
+      if (rc == SQLITE_ROW) {
+        exists = true;
+        prev_ts = get.ColumnInt64(0);
+        props_blob.assign(get.ColumnBlob(1));
+      } else if (rc != SQLITE_DONE) {
+        s = SqlStatus(w->db, rc, "read entity");
         break;
       }
-      if (conditional && !exists) {
-        s = Status::NotFound();
-        break;
-      }
-      if (conditional && op.if_match && *op.if_match != prev_ts) {
-        s = Status::ConditionFailed();
-        break;
-      }
+    }
 
-      if (op.kind == WriteKind::kDelete) {
-        Stmt del;
-        s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &del);
-        if (!s.ok()) break;
-        del.BindInt64(1, id);
-        del.BindBlob(2, pk);
-        del.BindBlob(3, rk);
-        int rc = del.Step();
-        if (rc != SQLITE_DONE) {
-          s = SqlStatus(w->db, rc, "delete entity");
-          break;
-        }
-        timestamps.push_back(0);
+    bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
+                       op.kind == WriteKind::kDelete;
+    if (op.kind == WriteKind::kInsert && exists) {
+      s = Status::AlreadyExists();
+      break;
+    }
+    if (conditional && !exists) {
+      s = Status::NotFound();
+      break;
+    }
+    if (conditional && op.if_match && *op.if_match != prev_ts) {
+      s = Status::ConditionFailed();
+      break;
+    }
+
+    if (op.kind == WriteKind::kDelete) {
+      Stmt del;
+      s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &del);
+      if (!s.ok()) break;
+      del.BindInt64(1, id);
+      del.BindBlob(2, pk);
+      del.BindBlob(3, rk);
+      int rc = del.Step();
+      if (rc != SQLITE_DONE) {
+        s = SqlStatus(w->db, rc, "delete entity");
+        break;
+      }
+      p->timestamps.push_back(0);
+      continue;
+    }
+
+    bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
+    const std::vector<Property>* final_props = &e.properties;
+    if (merge) {
+      s = DecodeProperties(props_blob, &props);
+      if (!s.ok()) break;
+      MergeProperties(e.properties, &props);
+      final_props = &props;
+    }
+    if (final_props->size() > kMaxCustomProperties) {
+      s = Status::InvalidArgument("TooManyProperties");
+      break;
+    }
+    int64_t ts = exists ? std::max(base, prev_ts + 1) : base;
+    last_timestamp_ = std::max(last_timestamp_, ts);
+    props_blob.clear();
+    EncodeProperties(*final_props, &props_blob);
+
+    Stmt put;
+    s = w->Prepare(
+        "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
+        &put);
+    if (!s.ok()) break;
+    put.BindInt64(1, id);
+    put.BindBlob(2, pk);
+    put.BindBlob(3, rk);
+    put.BindInt64(4, ts);
+    put.BindBlob(5, props_blob);
+    int rc = put.Step();
+    if (rc != SQLITE_DONE) {
+      s = SqlStatus(w->db, rc, "write entity");
+      break;
+    }
+    p->timestamps.push_back(ts);
+  }
+  return s;
+}
+
+void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Connection* w = writer_.get();
+  Status s = w->Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) {
+    for (PendingApply* p : group) p->status = s;
+    return;
+  }
+  // A lone Apply needs no savepoint: its failure rolls back the transaction.
+  const bool single = group.size() == 1;
+  for (PendingApply* p : group) {
+    if (!single) {
+      Status sp = w->Exec("SAVEPOINT apply");
+      if (!sp.ok()) {
+        p->status = sp;
         continue;
       }
-
-      bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
-      const std::vector<Property>* final_props = &e.properties;
-      if (merge) {
-        s = DecodeProperties(props_blob, &props);
-        if (!s.ok()) break;
-        MergeProperties(e.properties, &props);
-        final_props = &props;
-      }
-      if (final_props->size() > kMaxCustomProperties) {
-        s = Status::InvalidArgument("TooManyProperties");
-        break;
-      }
-      int64_t ts = exists ? std::max(base, prev_ts + 1) : base;
-      last_timestamp_ = std::max(last_timestamp_, ts);
-      props_blob.clear();
-      EncodeProperties(*final_props, &props_blob);
-
-      Stmt put;
-      s = w->Prepare(
-          "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
-          "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
-          &put);
-      if (!s.ok()) break;
-      put.BindInt64(1, id);
-      put.BindBlob(2, pk);
-      put.BindBlob(3, rk);
-      put.BindInt64(4, ts);
-      put.BindBlob(5, props_blob);
-      int rc = put.Step();
-      if (rc != SQLITE_DONE) {
-        s = SqlStatus(w->db, rc, "write entity");
-        break;
-      }
-      timestamps.push_back(ts);
     }
-    if (s.ok()) {
-      failed = 0;
-      s = w->Commit();
-    } else {
-      w->RollbackIfActive();
+    p->status = ApplyOps(w, p);
+    if (single) break;
+    if (!p->status.ok()) static_cast<void>(w->Exec("ROLLBACK TO apply"));
+    static_cast<void>(w->Exec("RELEASE apply"));
+    if (sqlite3_get_autocommit(w->db)) {
+      // SQLite abandoned the whole transaction (e.g. disk full): nothing of
+      // the group was written.
+      Status lost = p->status.ok() ? Status::IOError("transaction aborted") : p->status;
+      for (PendingApply* q : group) {
+        if (q != p && q->status.ok()) {
+          q->status = lost;
+          q->failed = 0;
+        }
+      }
+      if (p->status.ok()) p->status = lost;
+      return;
     }
   }
+  if (single && !group[0]->status.ok()) {
+    w->RollbackIfActive();
+    return;
+  }
+  s = w->Commit();
   if (!s.ok()) {
-    if (error != nullptr) *error = ApplyError{s, failed};
-    return s;
+    for (PendingApply* p : group) {
+      if (p->status.ok()) {
+        p->status = s;
+        p->failed = 0;
+      }
+    }
   }
-  if (result != nullptr) result->timestamps = std::move(timestamps);
+}
+
+Status SqliteStore::Apply(const std::string& account, const std::string& table,
+                          const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) {
+  PendingApply me{&account, &table, &ops, {}, 0, Status::Ok(), false};
+  {
+    std::unique_lock<std::mutex> lock(group_mu_);
+    group_queue_.push_back(&me);
+    while (!me.done) {
+      if (group_leader_) {
+        group_cv_.wait(lock);
+        continue;
+      }
+      group_leader_ = true;
+      std::vector<PendingApply*> group;
+      group.swap(group_queue_);
+      lock.unlock();
+      CommitGroup(group);
+      lock.lock();
+      group_leader_ = false;
+      for (PendingApply* p : group) p->done = true;
+      group_cv_.notify_all();
+    }
+  }
+  if (!me.status.ok()) {
+    if (error != nullptr) *error = ApplyError{me.status, me.failed};
+    return me.status;
+  }
+  if (result != nullptr) result->timestamps = std::move(me.timestamps);
   return Status::Ok();
 }
 

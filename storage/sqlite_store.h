@@ -131,6 +131,15 @@ class SqliteStore final : public Store {
   template <typename Body>
   Status WriteTransaction(Body&& body, Sync sync = Sync::kDurable);
 
+  // One caller's Apply waiting in the group-commit queue.
+  struct PendingApply;
+  // Applies the ops of `p` inside the open write transaction; on failure sets
+  // p->failed to the failing op's index. REQUIRES: writer_mu_ held.
+  Status ApplyOps(Connection* w, PendingApply* p);
+  // Commits the Applies of `group` in one transaction (one fsync), each
+  // inside its own savepoint so that a failing one leaves the others intact.
+  void CommitGroup(const std::vector<PendingApply*>& group);
+
   void WakeReaper();
   void ReaperLoop();
   // Deletes one chunk of a dropped table's rows. Sets *more iff work may
@@ -152,6 +161,14 @@ class SqliteStore final : public Store {
   std::mutex writer_mu_;
   std::unique_ptr<Connection> writer_;  // guarded by writer_mu_
   int64_t last_timestamp_ = 0;          // guarded by writer_mu_
+
+  // Group commit: concurrent Applies queue here; one of them (the leader)
+  // commits everything queued so far in one transaction while the next
+  // ones queue up behind it.
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::vector<PendingApply*> group_queue_;  // guarded by group_mu_
+  bool group_leader_ = false;               // guarded by group_mu_
 
   // Idle reader connections of a file store.
   std::mutex readers_mu_;
