@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "server/oauth.h"
 #include "server/request.h"
 #include "server/text.h"
 #include "storage/edm_text.h"
@@ -160,6 +161,20 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
 
   std::string comp;
   if (auto c = req.query.Get("comp")) comp = "?comp=" + std::string(*c);
+  bool lite = scheme == "SharedKeyLite";
+  std::string first_sts;
+  auto matches = [&](const std::string& path) {
+    std::string resource = "/" + req.account + path + comp;
+    std::string sts = lite ? SharedKeyLiteStringToSign(date, resource)
+                           : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
+                                                   Header(req.http, "Content-Type"), date, resource);
+    if (first_sts.empty()) first_sts = sts;
+    return MatchesAnyKey(*account, sts, sig);
+  };
+  // The path as received first; the re-encoded form (clients differ in which
+  // characters they escape) and the primary form of a secondary account only
+  // when that fails.
+  if (matches(req.raw_path)) return std::nullopt;
   std::vector<std::string> paths{req.raw_path, ReencodePath(req.raw_path)};
   if (req.secondary) {
     std::string suffix = "-secondary";
@@ -167,15 +182,8 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
     size_t pos = stripped.find(suffix);
     if (pos != std::string::npos) paths.push_back(stripped.erase(pos, suffix.size()));
   }
-  bool lite = scheme == "SharedKeyLite";
-  std::string first_sts;
   for (const auto& path : paths) {
-    std::string resource = "/" + req.account + path + comp;
-    std::string sts = lite ? SharedKeyLiteStringToSign(date, resource)
-                           : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
-                                                   Header(req.http, "Content-Type"), date, resource);
-    if (first_sts.empty()) first_sts = sts;
-    if (MatchesAnyKey(*account, sts, sig)) return std::nullopt;
+    if (path != req.raw_path && matches(path)) return std::nullopt;
   }
   return AuthFailed("The MAC signature found in the HTTP request '" + std::string(sig) +
                     "' is not the same as any computed signature. Server used following string to sign: '" +
@@ -322,6 +330,20 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   return std::nullopt;
 }
 
+// OAuth (--oauth basic, HTTPS only): see server/oauth.h.
+std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req, std::string_view token) {
+  if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
+  if (!ctx.options.oauth) return AuthFailed("Bearer tokens are not enabled on this server (start it with --oauth basic).");
+  if (!req->version.empty() && req->version < "2017-11-09") {
+    return AuthFailed("Authentication scheme Bearer is not supported in this version.");
+  }
+  int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (auto err = CheckBearerToken(token, req->account, now)) return err;
+  req->grant.kind = AuthGrant::Kind::kBearer;
+  return std::nullopt;
+}
+
 bool Has(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
 
 }  // namespace
@@ -339,10 +361,7 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
   if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
     return AuthenticateSharedKey(ctx, *req, scheme, credential);
   }
-  if (scheme == "Bearer") {
-    if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
-    return AuthFailed("Bearer tokens are not enabled on this server.");
-  }
+  if (scheme == "Bearer") return AuthenticateBearer(ctx, req, credential);
   return ErrorReply(AzureError::kInvalidAuthenticationInfo);
 }
 
@@ -372,7 +391,11 @@ std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::strin
       default:
         return ErrorReply(AzureError::kAuthorizationFailure);
     }
-    if (ToLower(table) != g.table) return ErrorReply(AzureError::kAuthorizationFailure);
+    // A $batch names its table only in its operations, each authorized on
+    // its own (operations/batch.cc).
+    if (op != Operation::kBatch && ToLower(table) != g.table) {
+      return ErrorReply(AzureError::kAuthorizationFailure);
+    }
     switch (op) {
       case Operation::kQueryEntities:
       case Operation::kGetEntity: return Has(sp, 'r') ? std::nullopt : std::optional(perm);

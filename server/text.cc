@@ -1,13 +1,17 @@
 #include "server/text.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/params.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <boost/url/decode_view.hpp>
 #include <boost/url/grammar/error.hpp>
 #include <boost/url/rfc/pchars.hpp>
 #include <boost/url/pct_string_view.hpp>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <random>
@@ -36,12 +40,19 @@ void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      out->push_back(static_cast<char>(c));
-      ++i;
+    // Copy the longest run of characters that need no escaping at once.
+    size_t run = i;
+    while (run < s.size()) {
+      unsigned char r = static_cast<unsigned char>(s[run]);
+      if (r < 0x20 || r >= 0x80 || r == '"' || r == '\\') break;
+      ++run;
+    }
+    if (run > i) {
+      out->append(s.data() + i, run - i);
+      i = run;
       continue;
     }
+    unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
         case '"': *out += "\\\""; break;
@@ -118,12 +129,63 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// A per-thread HMAC-SHA256 context keyed with the last key used. Every
+// request signs with one of a few account keys; re-keying or fetching the
+// algorithm per call (as one-shot HMAC() does in OpenSSL 3) costs more than
+// the MAC itself.
+class HmacCache {
+ public:
+  HmacCache() {
+    mac_ = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (mac_ != nullptr) ctx_ = EVP_MAC_CTX_new(mac_);
+  }
+  ~HmacCache() {
+    EVP_MAC_CTX_free(ctx_);
+    EVP_MAC_free(mac_);
+  }
+  HmacCache(const HmacCache&) = delete;
+  HmacCache& operator=(const HmacCache&) = delete;
+
+  // False iff OpenSSL failed (the caller falls back to the one-shot API).
+  bool Sign(std::string_view key, std::string_view message, unsigned char* md, size_t* len) {
+    if (ctx_ == nullptr) return false;
+    bool same_key = have_key_ && key == key_;
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", const_cast<char*>("SHA256"), 0),
+                           OSSL_PARAM_construct_end()};
+    int ok = same_key ? EVP_MAC_init(ctx_, nullptr, 0, nullptr)
+                      : EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params);
+    if (ok != 1) {
+      have_key_ = false;
+      return false;
+    }
+    if (!same_key) {
+      key_.assign(key);
+      have_key_ = true;
+    }
+    return EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1 &&
+           EVP_MAC_final(ctx_, md, len, EVP_MAX_MD_SIZE) == 1;
+  }
+
+ private:
+  EVP_MAC* mac_ = nullptr;
+  EVP_MAC_CTX* ctx_ = nullptr;
+  std::string key_;
+  bool have_key_ = false;
+};
+
+}  // namespace
+
 std::string HmacSha256(std::string_view key, std::string_view message) {
+  thread_local HmacCache cache;
   unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
+  size_t len = 0;
+  if (cache.Sign(key, message, md, &len)) return std::string(reinterpret_cast<char*>(md), len);
+  unsigned int one_shot_len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
-  return std::string(reinterpret_cast<char*>(md), len);
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &one_shot_len);
+  return std::string(reinterpret_cast<char*>(md), one_shot_len);
 }
 
 bool SecureEquals(std::string_view a, std::string_view b) {
@@ -176,11 +238,38 @@ std::string HttpDateNow() {
 }
 
 std::optional<int64_t> ParseHttpDate(std::string_view s) {
-  std::string str(Trim(s));
-  std::tm tm{};
-  const char* end = strptime(str.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(timegm(&tm));
+  // RFC 1123, "Sun, 06 Nov 1994 08:49:37 GMT"; hand-parsed because it runs
+  // on every signed request and strptime is locale-aware and slow.
+  s = Trim(s);
+  static constexpr std::string_view kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (s.size() != 29 || s.substr(3, 2) != ", " || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' || s[19] != ':' ||
+      s[22] != ':' || s.substr(25) != " GMT") {
+    return std::nullopt;
+  }
+  if (std::find(std::begin(kDays), std::end(kDays), s.substr(0, 3)) == std::end(kDays)) return std::nullopt;
+  auto month_it = std::find(std::begin(kMonths), std::end(kMonths), s.substr(8, 3));
+  if (month_it == std::end(kMonths)) return std::nullopt;
+  auto number = [&](size_t pos, size_t len) -> int {
+    int v = 0;
+    for (size_t i = pos; i < pos + len; ++i) {
+      if (s[i] < '0' || s[i] > '9') return -1;
+      v = v * 10 + (s[i] - '0');
+    }
+    return v;
+  };
+  int day = number(5, 2), year = number(12, 4), hour = number(17, 2), minute = number(20, 2), second = number(23, 2);
+  if (day < 1 || day > 31 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 ||
+      second > 60) {
+    return std::nullopt;
+  }
+  using namespace std::chrono;
+  year_month_day ymd{std::chrono::year{year}, month{static_cast<unsigned>(month_it - std::begin(kMonths) + 1)},
+                     std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  int64_t days = sys_days{ymd}.time_since_epoch().count();
+  return days * 86400 + hour * 3600 + minute * 60 + second;
 }
 
 std::string NewRequestId() {

@@ -119,19 +119,46 @@ Civil ToCivil(int64_t ticks) {
 }
 }  // namespace
 
+namespace {
+
+// Appends `value` as exactly `width` decimal digits (zero-padded).
+void AppendDigits(std::string* out, int64_t value, int width) {
+  char buf[20];
+  for (int i = width - 1; i >= 0; --i) {
+    buf[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out->append(buf, static_cast<size_t>(width));
+}
+
+}  // namespace
+
 std::string FormatDateTime(int64_t ticks) {
   if (ticks < 0) ticks = 0;
   Civil c = ToCivil(ticks);
-  char buf[40];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", c.y, c.m, c.d, c.hh, c.mm,
-                        c.ss);
-  std::string out(buf, n);
+  std::string out;
+  out.reserve(28);
+  AppendDigits(&out, c.y, 4);
+  out += '-';
+  AppendDigits(&out, c.m, 2);
+  out += '-';
+  AppendDigits(&out, c.d, 2);
+  out += 'T';
+  AppendDigits(&out, c.hh, 2);
+  out += ':';
+  AppendDigits(&out, c.mm, 2);
+  out += ':';
+  AppendDigits(&out, c.ss, 2);
   if (c.frac != 0) {
-    char f[9];
-    std::snprintf(f, sizeof f, ".%07lld", static_cast<long long>(c.frac));
-    std::string fs(f);
-    while (fs.back() == '0') fs.pop_back();
-    out += fs;
+    // Seven digits of 100 ns, trailing zeros dropped.
+    int64_t frac = c.frac;
+    int width = 7;
+    while (frac % 10 == 0) {
+      frac /= 10;
+      --width;
+    }
+    out += '.';
+    AppendDigits(&out, frac, width);
   }
   out += 'Z';
   return out;

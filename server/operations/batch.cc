@@ -222,6 +222,9 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
   }
   if (failure) {
     size_t i = failure->index;
+    // A changeset refused for its size was not parsed: its first operation
+    // still names the table.
+    if (ops[0].path.table.empty()) static_cast<void>(ParseChangesetPart(req, parts[0], &ops[0]));
     const BatchOp* op = i < ops.size() ? &ops[i] : nullptr;
     // An operation may be invalid in a table that does not exist: the table
     // error wins, as for single operations.
