@@ -5,6 +5,8 @@
 # /usr/bin/python3), CERULEAN_E2E_CONNECTION_STRING (run against an existing endpoint instead).
 # The last line is always "N passed, N failed"; the exit status is non-zero iff something failed.
 set -uo pipefail
+# Braces: bash parses the whole script before running it, so editing it mid-run is harmless.
+{
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -47,3 +49,4 @@ fi
 echo "python e2e: runner ended with status $status before reporting (timeout or crash)" >&2
 echo "0 passed, 1 failed"
 exit 1
+}

@@ -1,5 +1,6 @@
 """query_entities / list_entities: filters with @parameters, select, paging and continuation."""
 
+import datetime
 import unittest
 
 from azure.core.exceptions import HttpResponseError
@@ -143,6 +144,17 @@ class QueryTest(ServerTestCase):
         self.assertEqual(self.keys("PartitionKey eq 'q' and V eq 2"), ["b"])
         self.assertEqual(self.keys("'p' eq PartitionKey"), ["a"])
         self.assertEqual(self.keys("V eq 2L"), [])
+
+    def test_timestamp_filter(self):
+        self.table.create_entity({"PartitionKey": "p", "RowKey": "a"})
+        self.table.create_entity({"PartitionKey": "p", "RowKey": "b"})
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.assertEqual(self.keys("Timestamp ge @t", parameters={"t": now - datetime.timedelta(hours=1)}),
+                         ["a", "b"])
+        self.assertEqual(self.keys("Timestamp gt @t", parameters={"t": now + datetime.timedelta(hours=1)}), [])
+        stamp = self.table.get_entity("p", "b").metadata["timestamp"]
+        self.assertEqual(self.keys("Timestamp ge @t and RowKey eq @r",
+                                   parameters={"t": stamp - datetime.timedelta(seconds=1), "r": "b"}), ["b"])
 
     def test_select_missing_property_is_null(self):
         self.table.create_entity({"PartitionKey": "p", "RowKey": "a", "A": 1})
