@@ -9,11 +9,12 @@
 # exits non-zero without reporting a failure counts as one failure).
 #
 #   bash scripts/test.sh                 # everything
-#   bash scripts/test.sh unit node       # only some suites (unit, node, python, container)
+#   bash scripts/test.sh unit node       # only some suites (unit, node, python, browser, container)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
-# UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600).
+# UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600);
+# TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +24,7 @@ build_dir=${BUILD_DIR:-build}
 [[ $build_dir == /* ]] || build_dir=$repo/$build_dir
 unit_timeout=${UNIT_TIMEOUT:-300}
 e2e_timeout=${E2E_TIMEOUT:-600}
-log_dir=$build_dir/test-logs
+log_dir=${TEST_LOG_DIR:-$build_dir/test-logs}
 
 selected=("$@")
 wants() {
@@ -151,7 +152,7 @@ fi
 mkdir -p "$log_dir"
 
 export CERULEAN_BIN=${CERULEAN_BIN:-$build_dir/cerulean}
-export BUILD_DIR=$build_dir
+export BUILD_DIR=${BUILD_DIR:-build}
 
 # --- unit tests -----------------------------------------------------------------
 if wants unit; then
@@ -171,6 +172,9 @@ else
   fi
   if wants python && [[ -f tests/e2e/python/run.sh ]]; then
     run_suite e2e-python "$e2e_timeout" bash tests/e2e/python/run.sh
+  fi
+  if wants browser && [[ -f tests/e2e/browser/run.js ]]; then
+    run_suite e2e-browser "$e2e_timeout" node tests/e2e/browser/run.js
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$e2e_timeout" bash tests/container/run.sh

@@ -73,10 +73,9 @@ describe('tables', () => {
     const svc = serviceClient();
     let raw;
     await svc.deleteTable(uniqueTableName('absent'), { onResponse: (r) => { raw = r; } });
-    if (raw) {
-      assert.equal(raw.status, 404);
-      assert.equal(JSON.parse(raw.bodyAsText)['odata.error'].code, 'ResourceNotFound');
-    }
+    assert.ok(raw, 'onResponse sees the swallowed error response');
+    assert.equal(raw.status, 404);
+    assert.equal(JSON.parse(raw.bodyAsText)['odata.error'].code, 'ResourceNotFound');
   });
 
   test('invalid table names are rejected with 400 and the right code', async () => {
@@ -100,6 +99,18 @@ describe('tables', () => {
     }
     assert.deepEqual(sizes, [2, 2, 1]);
     assert.deepEqual(seen, names);
+  });
+
+  test('TableClient.fromConnectionString with an explicit TableEndpoint', async () => {
+    const name = uniqueTableName('conn');
+    const client = TableClient.fromConnectionString(server.connectionString, name, clientOptions);
+    await client.createTable();
+    await client.createEntity({ partitionKey: 'p', rowKey: 'r', v: 'x' });
+    assert.equal((await client.getEntity('p', 'r')).v, 'x');
+    const svc = TableServiceClient.fromConnectionString(server.connectionString, clientOptions);
+    const names = [];
+    for await (const t of svc.listTables({ queryOptions: { filter: odata`TableName eq ${name}` } })) names.push(t.name);
+    assert.deepEqual(names, [name]);
   });
 
   test('table names are case-insensitive for entity operations', async () => {

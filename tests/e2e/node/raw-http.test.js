@@ -880,22 +880,18 @@ describe('validation limits (spec/errors-limits.md §4)', () => {
     await expect400(make(16), 'EntityTooLarge');
   });
 
-  test('request body over 4 MiB -> 413 RequestBodyTooLarge', async () => {
-    // Raw socket: the server may answer 413 from Content-Length and close
-    // before reading the body, which http.request reports as EPIPE.
-    const body = Buffer.from(JSON.stringify({ PartitionKey: 'huge', RowKey: rk(), S: 'x'.repeat(4 * 1024 * 1024 + 10) }));
-    const date = new Date().toUTCString();
-    const target = `/${server.account}/${table}`;
-    const head = [
-      `POST ${target} HTTP/1.1`, `Host: ${server.host}:${server.port}`, `x-ms-date: ${date}`, 'x-ms-version: 2019-02-02',
-      'Accept: application/json;odata=minimalmetadata', 'Content-Type: application/json',
-      `Authorization: ${sign(server, { method: 'POST', target, contentType: 'application/json', date })}`,
-      `Content-Length: ${body.length}`, 'Connection: close', '', '',
-    ].join('\r\n');
-    const text = await rawExchange(server, Buffer.concat([Buffer.from(head), body]), { untilClose: true });
-    assert.match(text, /^HTTP\/1\.1 413 /, text.slice(0, 300));
-    assert.match(text, /\r\nx-ms-error-code: RequestBodyTooLarge\r\n/i);
-    assert.match(text, /"code":"RequestBodyTooLarge"/);
+  test('request body over 4 MiB -> 413 RequestBodyTooLarge (seen by a client that sends the whole body)', async () => {
+    // Like every SDK, http.request writes the whole body. The server may
+    // answer from Content-Length before reading it, but must not reset the
+    // connection under the client (drain the body or linger), or the client
+    // sees EPIPE/ECONNRESET instead of the 413 (the Python SDK relies on it).
+    let res;
+    try {
+      res = await insert(table, { PartitionKey: 'huge', RowKey: rk(), S: 'x'.repeat(4 * 1024 * 1024 + 10) });
+    } catch (e) {
+      assert.fail(`connection failed with ${e.code} instead of a 413 response`);
+    }
+    assertError(res, 413, 'RequestBodyTooLarge');
     const got = await call({ path: `/${table}()?$filter=${encodeURIComponent("PartitionKey eq 'huge'")}` });
     assert.deepEqual(got.json.value, []);
   });
@@ -1305,5 +1301,396 @@ describe('HTTP framing', () => {
       'Accept: application/json', `Authorization: ${sign(server, { method: 'GET', target, date })}`, '', ''].join('\r\n');
     const text = await rawExchange(server, one + one + one.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'), { timeoutMs: 5000, untilClose: true });
     assert.equal((text.match(/HTTP\/1\.1 200 OK/g) || []).length, 3, text.slice(0, 500));
+  });
+});
+
+describe('protocol details', () => {
+  let table;
+  before(async () => {
+    table = await newTable('proto');
+    assert.equal((await insert(table, { PartitionKey: 'p', RowKey: 'r', V: 1 })).status, 201);
+  });
+
+  test('Prefer is ignored by upserts: 204, no Preference-Applied', async () => {
+    const res = await call({ method: 'PUT', path: keyPath(table, 'p', 'pref'), body: { A: 1 }, headers: { Prefer: 'return-content' } });
+    assert.equal(res.status, 204, res.body);
+    assert.equal(res.headers['preference-applied'], undefined);
+  });
+
+  test('If-None-Match on PUT -> 400 InvalidInput; empty If-Match -> 400 InvalidInput', async () => {
+    assertError(await call({ method: 'PUT', path: keyPath(table, 'p', 'r'), body: { A: 1 }, headers: { 'If-None-Match': '*' } }), 400, 'InvalidInput');
+    assertError(await call({ method: 'PUT', path: keyPath(table, 'p', 'r'), body: { A: 1 }, headers: { 'If-Match': '' } }), 400, 'InvalidInput');
+    assert.equal((await getEntity(table, 'p', 'r')).json.V, 1);
+  });
+
+  test('URL key longer than 1 KiB -> 400 OutOfRangeInput', async () => {
+    assertError(await getEntity(table, 'p', 'x'.repeat(1025)), 400, 'OutOfRangeInput');
+  });
+
+  test('Accept: */* -> minimal-metadata JSON', async () => {
+    const res = await getEntity(table, 'p', 'r', { accept: '*/*' });
+    assert.equal(res.status, 200, res.body);
+    assert.match(res.headers['content-type'], /^application\/json;odata=minimalmetadata/);
+  });
+
+  test('Accept listing several types uses the first recognized one', async () => {
+    const res = await getEntity(table, 'p', 'r', { accept: 'text/html, application/json;odata=nometadata, */*' });
+    assert.equal(res.status, 200, res.body);
+    assert.match(res.headers['content-type'], /^application\/json;odata=nometadata/);
+  });
+
+  test('JSON with a version before 2013-08-15 -> 415 JsonFormatNotSupported', async () => {
+    const res = await call({ path: keyPath(table, 'p', 'r'), headers: { 'x-ms-version': '2012-02-12', Accept: MINIMAL } });
+    assert.equal(res.status, 415, res.body);
+    assert.equal(res.headers['x-ms-error-code'], 'JsonFormatNotSupported');
+  });
+
+  test('error body follows the requested metadata level', async () => {
+    const res = await getEntity(table, 'p', 'missing', { accept: NOMETA });
+    assertError(res, 404, 'ResourceNotFound');
+    assert.match(res.headers['content-type'], /^application\/json;odata=nometadata/);
+  });
+
+  test('insert without Content-Type -> 400 (or 415)', async () => {
+    const res = await call({ method: 'POST', path: `/${table}`, body: { PartitionKey: 'p', RowKey: 'noct' }, headers: { 'Content-Type': null } });
+    assert.ok(res.status === 400 || res.status === 415, `${res.status} ${res.body}`);
+    assert.ok(res.headers['x-ms-error-code']);
+    assertError(await getEntity(table, 'p', 'noct'), 404, 'ResourceNotFound');
+  });
+
+  test('Content-Type variants are accepted: charset, odata=fullmetadata, spaces', async () => {
+    for (const [i, ct] of ['application/json; charset=utf-8', 'application/json;odata=fullmetadata', 'application/json; odata=nometadata; charset=utf-8'].entries()) {
+      const res = await call({ method: 'POST', path: `/${table}`, body: { PartitionKey: 'ct', RowKey: String(i) }, headers: { 'Content-Type': ct } });
+      assert.equal(res.status, 201, `${ct}: ${res.body}`);
+    }
+  });
+
+  test('chunked request body and Expect: 100-continue', async () => {
+    const http = require('node:http');
+    const date = new Date().toUTCString();
+    const target = `/${server.account}/${table}`;
+    const res = await new Promise((resolve, reject) => {
+      const req = http.request({
+        host: server.host, port: server.port, method: 'POST', path: target,
+        headers: {
+          'x-ms-date': date, 'x-ms-version': '2019-02-02', Accept: MINIMAL, 'Content-Type': 'application/json',
+          'Transfer-Encoding': 'chunked', Expect: '100-continue', Prefer: 'return-no-content',
+          Authorization: sign(server, { method: 'POST', target, contentType: 'application/json', date }),
+        },
+      }, (r) => { r.resume(); r.on('end', () => resolve(r)); });
+      req.on('error', reject);
+      req.on('continue', () => {
+        req.write('{"PartitionKey":"chunk",');
+        req.write('"RowKey":"1","V":"chunked"}');
+        req.end();
+      });
+      setTimeout(() => { if (!req.writableEnded) { req.write('{"PartitionKey":"chunk","RowKey":"1","V":"chunked"}'); req.end(); } }, 1500);
+    });
+    assert.equal(res.statusCode, 204);
+    assert.equal((await getEntity(table, 'chunk', '1')).json.V, 'chunked');
+  });
+
+  test('extreme Doubles round-trip exactly; -0.0 keeps its sign', async () => {
+    const values = { Min: 5e-324, Max: 1.7976931348623157e308, Third: 1 / 3, Sum: 0.1 + 0.2, Neg: -2.5e-10, Big: 1e21 };
+    const ins = await insert(table, { PartitionKey: 'dbl', RowKey: '1', ...values, 'Nz@odata.type': 'Edm.Double', Nz: '-0.0' });
+    assert.equal(ins.status, 201, ins.body);
+    const got = await getEntity(table, 'dbl', '1');
+    for (const [k, v] of Object.entries(values)) assert.equal(got.json[k], v, k);
+    assert.ok(Object.is(got.json.Nz, -0), `-0.0 expected, body: ${got.body}`);
+    for (const k of Object.keys(values)) assert.equal(got.json[`${k}@odata.type`], undefined, `${k} needs no annotation`);
+  });
+
+  test('DateTime inputs: no zone is UTC, 6 digits kept, more than 7 digits -> 400', async () => {
+    const ins = await insert(table, {
+      PartitionKey: 'dt', RowKey: '1',
+      'A@odata.type': 'Edm.DateTime', A: '2024-05-06T07:08:09',
+      'B@odata.type': 'Edm.DateTime', B: '2024-05-06T07:08:09.123456Z',
+      'C@odata.type': 'Edm.DateTime', C: '2024-05-06T07:08:09.000Z',
+    });
+    assert.equal(ins.status, 201, ins.body);
+    const got = (await getEntity(table, 'dt', '1')).json;
+    assert.equal(got.A, '2024-05-06T07:08:09Z');
+    assert.equal(got.B, '2024-05-06T07:08:09.123456Z');
+    assert.equal(got.C, '2024-05-06T07:08:09Z');
+    assertError(await insert(table, { PartitionKey: 'dt', RowKey: '2', 'A@odata.type': 'Edm.DateTime', A: '2024-05-06T07:08:09.12345678Z' }), 400, ['InvalidInput', 'InvalidValueType']);
+  });
+
+  test('Binary: missing padding accepted, URL-safe alphabet rejected', async () => {
+    const ok = await insert(table, { PartitionKey: 'bin', RowKey: '1', 'B@odata.type': 'Edm.Binary', B: 'AQI' });
+    assert.equal(ok.status, 201, ok.body);
+    assert.equal((await getEntity(table, 'bin', '1')).json.B, 'AQI=');
+    assertError(await insert(table, { PartitionKey: 'bin', RowKey: '2', 'B@odata.type': 'Edm.Binary', B: '-_8=' }), 400, ['InvalidInput', 'InvalidValueType']);
+  });
+
+  test('members named odata.* are ignored; Edm.String annotation on keys is allowed', async () => {
+    const res = await insert(table, { 'odata.type': 'x.y', 'odata.foo': 'bar', 'PartitionKey@odata.type': 'Edm.String', PartitionKey: 'od', RowKey: '1', V: 1 });
+    assert.equal(res.status, 201, res.body);
+    const got = (await getEntity(table, 'od', '1', { accept: NOMETA })).json;
+    assert.deepEqual(Object.keys(got).sort(), ['PartitionKey', 'RowKey', 'Timestamp', 'V']);
+  });
+
+  test('unsupported verbs and unknown paths', async () => {
+    assertError(await call({ method: 'DELETE', path: `/${table}()` }), 405, ['MethodNotAllowed', 'UnsupportedHttpVerb']);
+    assertError(await call({ method: 'POST', path: `/Tables('${table}')`, body: {} }), 405, ['MethodNotAllowed', 'UnsupportedHttpVerb']);
+    const extra = await call({ path: `/${table}/extra` });
+    assert.equal(extra.status, 400, extra.body);
+    assert.ok(['InvalidUri', 'InvalidInput'].includes(extra.headers['x-ms-error-code']));
+  });
+});
+
+describe('$batch format variations', () => {
+  let table;
+  before(async () => { table = await newTable('batchvar'); });
+
+  async function post(body, boundaryHeader) {
+    return call({ method: 'POST', path: '/$batch', body, headers: { 'Content-Type': `multipart/mixed; boundary=${boundaryHeader}` } });
+  }
+
+  test('bare LF line endings, quoted boundary, Content-ID among the inner headers, $format on the inner URL', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [
+      `--${b}`, `Content-Type: multipart/mixed; boundary="${cs}"`, '',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `PUT ${server.endpoint}/${table}(PartitionKey='v',RowKey='1')?$format=application%2Fjson%3Bodata%3Dminimalmetadata HTTP/1.1`,
+      'Content-ID: 7', 'Content-Type: application/json', 'Accept: application/json;odata=minimalmetadata', '',
+      '{"A":1}',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `POST ${server.endpoint}/${table} HTTP/1.1`,
+      'Content-ID: 8', 'Content-Type: application/json', 'Accept: application/json;odata=minimalmetadata', 'Prefer: return-no-content', '',
+      '{"PartitionKey":"v","RowKey":"2"}',
+      `--${cs}--`, `--${b}--`, '',
+    ].join('\n');
+    const res = await post(body, `"${b}"`);
+    assert.equal(res.status, 202, res.body);
+    const statuses = [...res.body.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    assert.deepEqual(statuses, [204, 204]);
+    assert.match(res.body, /HTTP\/1\.1 204 No Content\r\nContent-ID: 7\r\n/);
+    assert.match(res.body, /HTTP\/1\.1 204 No Content\r\nContent-ID: 8\r\n/);
+    assert.ok(!/\n(?<!\r)\n/.test(res.body.replace(/\r\n/g, '')), 'response uses CRLF');
+    assert.equal((await getEntity(table, 'v', '1')).json.A, 1);
+  });
+
+  test('inner request for a key with quotes and percent-encoding', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [
+      `--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, '',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `PUT ${server.endpoint}/${table}(PartitionKey=%27O%27%27Brien%27,RowKey=%27a%20b%27) HTTP/1.1`,
+      'Content-Type: application/json', 'Accept: application/json;odata=minimalmetadata', '',
+      '{"A":1}',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `MERGE ${server.endpoint}/${table}(PartitionKey='O''Brien',RowKey='c') HTTP/1.1`,
+      'Content-Type: application/json', 'Accept: application/json;odata=minimalmetadata', '',
+      '{"B":2}',
+      `--${cs}--`, `--${b}--`, '',
+    ].join('\r\n');
+    const res = await post(body, b);
+    assert.equal(res.status, 202, res.body);
+    assert.deepEqual([...res.body.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]), ['204', '204']);
+    assert.equal((await getEntity(table, "O'Brien", 'a b')).json.A, 1);
+    assert.equal((await getEntity(table, "O'Brien", 'c')).json.B, 2);
+  });
+
+  test('insert with Location keys quote-doubled in the sub-response', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [
+      `--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, '',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `POST ${server.endpoint}/${table} HTTP/1.1`,
+      'Content-Type: application/json', 'Accept: application/json;odata=minimalmetadata', 'Prefer: return-no-content', '',
+      `{"PartitionKey":"loc","RowKey":"it's"}`,
+      `--${cs}--`, `--${b}--`, '',
+    ].join('\r\n');
+    const res = await post(body, b);
+    assert.equal(res.status, 202, res.body);
+    assert.match(res.body, new RegExp(`\\r\\nLocation: ${server.endpoint.replace(/[.]/g, '\\.')}/${table}\\(PartitionKey='loc',RowKey='it''s'\\)\\r\\n`));
+  });
+
+  test('failing inner request without Accept gets an XML error sub-response', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [
+      `--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, '',
+      `--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+      `DELETE ${server.endpoint}/${table}(PartitionKey='none',RowKey='none') HTTP/1.1`,
+      'If-Match: *', '', '',
+      `--${cs}--`, `--${b}--`, '',
+    ].join('\r\n');
+    const res = await post(body, b);
+    assert.equal(res.status, 202, res.body);
+    assert.match(res.body, /HTTP\/1\.1 404 Not Found\r\n/);
+    assert.match(res.body, /Content-Type: application\/xml/);
+    assert.match(res.body, /<code>ResourceNotFound<\/code>/);
+  });
+
+  test('batch without a boundary parameter -> 400 ordinary error', async () => {
+    const res = await call({ method: 'POST', path: '/$batch', body: 'x', headers: { 'Content-Type': 'multipart/mixed' } });
+    assertError(res, 400, 'InvalidInput');
+  });
+});
+
+describe('robustness: hostile input gets a 4xx and the server keeps serving', () => {
+  let table;
+  before(async () => { table = await newTable('hostile'); });
+
+  async function alive() {
+    const res = await call({ rawTarget: '/_health', auth: 'none' });
+    assert.equal(res.status, 200, 'server must still answer /_health');
+  }
+
+  test('10,000 nested parentheses in $filter', async () => {
+    const f = `${'('.repeat(10000)}PartitionKey eq 'a'${')'.repeat(10000)}`;
+    const res = await call({ path: `/${table}()?$filter=${encodeURIComponent(f)}` });
+    assert.ok(res.status >= 400 && res.status < 500, `status ${res.status}`);
+    await alive();
+  });
+
+  test('10,000 chained not operators in $filter', async () => {
+    const f = `${'not '.repeat(10000)}(PartitionKey eq 'a')`;
+    const res = await call({ path: `/${table}()?$filter=${encodeURIComponent(f)}` });
+    assert.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `status ${res.status}`);
+    await alive();
+  });
+
+  test('a long or-chain of 200 key comparisons is accepted (no 15-comparison limit)', async () => {
+    for (let i = 0; i < 5; i += 1) assert.equal((await insert(table, { PartitionKey: 'or', RowKey: String(i) })).status, 201);
+    const terms = Array.from({ length: 200 }, (_, i) => `(PartitionKey eq 'or' and RowKey eq '${i}')`);
+    const res = await call({ path: `/${table}()?$filter=${encodeURIComponent(terms.join(' or '))}` });
+    assert.equal(res.status, 200, res.body.slice(0, 300));
+    assert.equal(res.json.value.length, 5);
+  });
+
+  test('deeply nested JSON arrays in a body', async () => {
+    const body = `{"PartitionKey":"p","RowKey":"deep","A":${'['.repeat(200000)}${']'.repeat(200000)}}`;
+    const res = await call({ method: 'POST', path: `/${table}`, body });
+    assertError(res, 400, 'InvalidInput');
+    await alive();
+  });
+
+  test('invalid UTF-8 in a body -> 400', async () => {
+    const body = Buffer.concat([Buffer.from('{"PartitionKey":"p","RowKey":"utf","S":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
+    const res = await call({ method: 'POST', path: `/${table}`, body });
+    assertError(res, 400, 'InvalidInput');
+  });
+
+  test('JSON surrogate-pair escapes decode to one character; a lone surrogate is refused', async () => {
+    const ok = await call({ method: 'POST', path: `/${table}`, body: '{"PartitionKey":"p","RowKey":"sur","S":"\\ud83d\\ude00"}' });
+    assert.equal(ok.status, 201, ok.body);
+    assert.equal((await getEntity(table, 'p', 'sur')).json.S, '\u{1F600}');
+    const lone = await call({ method: 'POST', path: `/${table}`, body: '{"PartitionKey":"p","RowKey":"lone","S":"\\ud800"}' });
+    assert.equal(lone.status, 400, lone.body);
+    await alive();
+  });
+
+  test('a 200 KiB request line -> 4xx response (414/431/400), not a connection reset', async () => {
+    const f = `PartitionKey eq '${'x'.repeat(200 * 1024)}'`;
+    let status;
+    try {
+      status = (await call({ path: `/${table}()?$filter=${encodeURIComponent(f)}` })).status;
+    } catch (e) {
+      status = e.code;
+    }
+    assert.ok(typeof status === 'number' && status >= 400 && status < 500, `status ${status}`);
+    await alive();
+  });
+
+  test('garbage instead of HTTP -> 400 or close, then normal service', async () => {
+    const text = await rawExchange(server, 'THIS IS NOT HTTP\r\n\r\n', { timeoutMs: 3000, untilClose: true });
+    assert.ok(text === '' || /^HTTP\/1\.[01] 4\d\d/.test(text), text.slice(0, 200));
+    await alive();
+  });
+
+  test('a batch whose changeset never closes -> 400 (not a hang or crash)', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [`--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, '', `--${cs}`, 'Content-Type: application/http', '',
+      `PUT ${server.endpoint}/${table}(PartitionKey='x',RowKey='y') HTTP/1.1`, 'Content-Type: application/json', '', '{"A":1}'].join('\r\n');
+    const res = await call({ method: 'POST', path: '/$batch', body, headers: { 'Content-Type': `multipart/mixed; boundary=${b}` } });
+    assert.ok(res.status === 400 || res.status === 202, `status ${res.status}`);
+    if (res.status === 202) assert.match(res.body, /HTTP\/1\.1 400/);
+    assertError(await getEntity(table, 'x', 'y'), 404, 'ResourceNotFound');
+    await alive();
+  });
+});
+
+describe('AtomPub (x-ms-version before 2015-12-11, payload.md §6)', () => {
+  let table;
+  const ATOM = 'application/atom+xml';
+  before(async () => {
+    table = await newTable('atom');
+    const res = await insert(table, {
+      PartitionKey: 'p', RowKey: 'r', S: 'a&b<c>', I: 3, 'L@odata.type': 'Edm.Int64', L: '5', D: 2.5, B: true,
+      'T@odata.type': 'Edm.DateTime', T: '2024-12-01T00:00:00Z',
+    });
+    assert.equal(res.status, 201, res.body);
+  });
+
+  // The m:properties of an Atom entry as {name: {type, value, isNull}}.
+  function properties(xml) {
+    const m = /<m:properties>([\s\S]*?)<\/m:properties>/.exec(xml);
+    assert.ok(m, `no m:properties in ${xml.slice(0, 300)}`);
+    const out = {};
+    for (const p of m[1].matchAll(/<d:(\w+)((?:\s+m:\w+="[^"]*")*)\s*(?:\/>|>([\s\S]*?)<\/d:\1>)/g)) {
+      const type = /m:type="([^"]+)"/.exec(p[2]);
+      out[p[1]] = { type: type ? type[1] : 'Edm.String', value: p[3], isNull: /m:null="true"/.test(p[2]) };
+    }
+    return out;
+  }
+
+  test('Get Entity with Accept: application/atom+xml at 2013-08-15 -> Atom entry with typed properties', async () => {
+    const res = await call({ path: keyPath(table, 'p', 'r'), headers: { 'x-ms-version': '2013-08-15', Accept: ATOM } });
+    assert.equal(res.status, 200, res.body.slice(0, 300));
+    assert.match(res.headers['content-type'] || '', /^application\/atom\+xml/);
+    assert.match(res.body, /<entry[^>]*xml:base="[^"]+\/"/);
+    assert.match(res.body, /m:etag="W\/&quot;datetime'/);
+    const p = properties(res.body);
+    assert.equal(p.S.value, 'a&amp;b&lt;c&gt;');
+    assert.deepEqual([p.I.type, p.I.value], ['Edm.Int32', '3']);
+    assert.deepEqual([p.L.type, p.L.value], ['Edm.Int64', '5']);
+    assert.deepEqual([p.B.type, p.B.value], ['Edm.Boolean', 'true']);
+    assert.deepEqual([p.T.type, p.T.value], ['Edm.DateTime', '2024-12-01T00:00:00Z']);
+    assert.equal(p.Timestamp.type, 'Edm.DateTime');
+  });
+
+  test('no Accept at 2011-08-18 -> Atom feed (the documented default)', async () => {
+    const res = await call({ path: `/${table}()`, headers: { 'x-ms-version': '2011-08-18', Accept: null } });
+    assert.equal(res.status, 200, res.body.slice(0, 300));
+    assert.match(res.headers['content-type'] || '', /^application\/atom\+xml/);
+    assert.match(res.body, /<feed[\s\S]*<entry[\s\S]*<\/feed>/);
+  });
+
+  test('Insert with an Atom body at 2011-08-18 -> 201 Atom entry, stored with its types', async () => {
+    const atom = '<?xml version="1.0" encoding="utf-8" standalone="yes"?>' +
+      '<entry xmlns="http://www.w3.org/2005/Atom" xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" ' +
+      'xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><title /><updated>2013-09-18T23:46:19.3857256Z</updated>' +
+      '<author><name /></author><id /><content type="application/xml"><m:properties>' +
+      '<d:PartitionKey>ap</d:PartitionKey><d:RowKey>ar</d:RowKey><d:Qty m:type="Edm.Int32">3</d:Qty>' +
+      '<d:Big m:type="Edm.Int64">9223372036854775807</d:Big><d:Gone m:type="Edm.Binary" m:null="true" /></m:properties></content></entry>';
+    const res = await call({ method: 'POST', path: `/${table}`, body: atom, headers: { 'x-ms-version': '2011-08-18', 'Content-Type': 'application/atom+xml', Accept: ATOM } });
+    assert.equal(res.status, 201, res.body.slice(0, 300));
+    const got = await getEntity(table, 'ap', 'ar');
+    assert.equal(got.status, 200, got.body);
+    assert.equal(got.json.Qty, 3);
+    assert.equal(got.json.Big, '9223372036854775807');
+    assert.equal(got.json['Big@odata.type'], 'Edm.Int64');
+    assert.ok(!('Gone' in got.json));
+  });
+
+  test('$select of an absent property in Atom -> m:null="true"', async () => {
+    const res = await call({ path: `${keyPath(table, 'p', 'r')}?$select=S,Missing`, headers: { 'x-ms-version': '2013-08-15', Accept: ATOM } });
+    assert.equal(res.status, 200, res.body.slice(0, 300));
+    const p = properties(res.body);
+    assert.ok(p.Missing && p.Missing.isNull, res.body);
+  });
+
+  test('Atom error bodies for Atom requests are XML', async () => {
+    const res = await call({ path: keyPath(table, 'p', 'absent'), headers: { 'x-ms-version': '2013-08-15', Accept: ATOM } });
+    assert.equal(res.status, 404);
+    assert.match(res.headers['content-type'] || '', /^application\/xml/);
+    assert.match(res.body, /<code>ResourceNotFound<\/code>/);
+    assert.equal(res.headers['x-ms-error-code'], 'ResourceNotFound');
   });
 });

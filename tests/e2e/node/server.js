@@ -58,7 +58,8 @@ function describe(host, port, account = ACCOUNT, key = KEY) {
 }
 
 // Starts the binary. Options: location (directory: durable SQLite store;
-// default in-memory), args (extra CLI arguments), env (extra environment).
+// default in-memory), args (extra CLI arguments), env (extra environment),
+// silent (default true; false keeps the access log, read with stdout()).
 // Resolves to describe(...) plus stop(), which resolves to the exit
 // {code, signal}, and child / stderr() for diagnostics.
 function startServer(options = {}) {
@@ -66,7 +67,8 @@ function startServer(options = {}) {
   if (!fs.existsSync(bin)) {
     return Promise.reject(new Error(`Cerulean binary not found at ${bin} (set CERULEAN_BIN or build first)`));
   }
-  const args = ['--tableHost', '127.0.0.1', '--tablePort', '0', '--silent'];
+  const args = ['--tableHost', '127.0.0.1', '--tablePort', '0'];
+  if (options.silent !== false) args.push('--silent');
   if (options.location) args.push('--location', options.location);
   else args.push('--inMemoryPersistence');
   args.push(...(options.args || []));
@@ -99,8 +101,9 @@ function startServer(options = {}) {
     }, START_TIMEOUT_MS);
     let ready = false;
     child.stdout.on('data', (d) => {
-      if (ready) return;  // keep draining so the child never blocks on a full pipe
-      stdout += d;
+      stdout += d;  // keep draining so the child never blocks on a full pipe
+      if (stdout.length > 256 * 1024) stdout = stdout.slice(-128 * 1024);
+      if (ready) return;
       const m = READY_RE.exec(stdout);
       if (!m) return;
       ready = true;
@@ -111,6 +114,7 @@ function startServer(options = {}) {
       server.child = child;
       server.args = args;
       server.stderr = () => stderr;
+      server.stdout = () => stdout;
       server.exited = () => exited;
       server.stop = async (signal = 'SIGTERM') => {
         if (exited) return exited;

@@ -58,8 +58,9 @@ async function rejectsWith(promise, statusCode, code) {
   }
   assert.ok(error, `expected a ${statusCode} ${codes.join('|')} failure, but the call succeeded`);
   const actual = errorCode(error);
-  assert.equal(error.statusCode, statusCode, `statusCode ${error.statusCode} (${actual}): ${error.message}`);
-  if (code !== undefined) assert.ok(codes.includes(actual), `code ${actual}, expected ${codes.join('|')}: ${error.message}`);
+  const text = typeof error.message === 'string' ? error.message : JSON.stringify(error.message);
+  assert.equal(error.statusCode, statusCode, `statusCode ${error.statusCode} (${actual}): ${text}`);
+  if (code !== undefined) assert.ok(codes.includes(actual), `code ${actual}, expected ${codes.join('|')}: ${text}`);
   return error;
 }
 

@@ -1,0 +1,145 @@
+'use strict';
+// Command-line flags of the binary (README "Command line"): --loose,
+// --skipApiVersionCheck, --disableProductStyleUrl, --debug, access logs,
+// --help/--version, and the start-up line itself.
+
+const { test, describe, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const { startServer, binaryPath, uniqueTableName, tempDir } = require('./server');
+const { request } = require('./http');
+const { assertError } = require('./util');
+
+const dirs = [];
+after(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
+
+async function withServer(options, fn) {
+  const srv = await startServer(options);
+  try {
+    return await fn(srv);
+  } finally {
+    await srv.stop();
+  }
+}
+
+describe('start-up', () => {
+  test('--help and --version exit 0', () => {
+    const help = spawnSync(binaryPath(), ['--help'], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout + help.stderr, /tablePort/);
+    const version = spawnSync(binaryPath(), ['--version'], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(version.status, 0, version.stderr);
+    assert.match(version.stdout + version.stderr, /\d+\.\d+\.\d+/);
+  });
+
+  test('an unknown flag is refused with a non-zero exit', () => {
+    const r = spawnSync(binaryPath(), ['--noSuchFlag'], { encoding: 'utf8', timeout: 10000 });
+    assert.notEqual(r.status, 0);
+  });
+
+  test('port 0 prints the real port in the Azurite start-up line', async () => {
+    await withServer({}, async (srv) => {
+      assert.ok(srv.port > 0 && srv.port < 65536);
+      assert.match(srv.stdout(), /^Cerulean Table service is successfully listening at http:\/\/127\.0\.0\.1:\d+$/m);
+    });
+  });
+
+  test('two servers on port 0 get different ports', async () => {
+    const a = await startServer();
+    const b = await startServer();
+    try {
+      assert.notEqual(a.port, b.port);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  test('an unusable --location fails at start-up', async () => {
+    const d = tempDir();
+    dirs.push(d);
+    const file = path.join(d, 'not-a-dir');
+    fs.writeFileSync(file, 'x');
+    await assert.rejects(startServer({ location: file }));
+  });
+});
+
+describe('flags', () => {
+  test('--loose skips the x-ms-date skew check and ignores unsupported query options', async () => {
+    const old = new Date(Date.now() - 3600 * 1000).toUTCString();
+    await withServer({}, async (srv) => {
+      assertError(await request(srv, { path: '/Tables', date: old }), 403, 'AuthenticationFailed');
+    });
+    await withServer({ args: ['--loose'] }, async (srv) => {
+      const res = await request(srv, { path: '/Tables', date: old });
+      assert.equal(res.status, 200, res.body);
+      const t = uniqueTableName('loose');
+      assert.equal((await request(srv, { method: 'POST', path: '/Tables', body: { TableName: t } })).status, 201);
+      const q = await request(srv, { path: `/${t}()?$orderby=RowKey` });
+      assert.equal(q.status, 200, q.body);
+    });
+  });
+
+  test('--skipApiVersionCheck accepts a future well-formed x-ms-version', async () => {
+    await withServer({}, async (srv) => {
+      const res = await request(srv, { path: '/Tables', headers: { 'x-ms-version': '2099-01-01' } });
+      assertError(res, 400, 'InvalidHeaderValue');
+    });
+    await withServer({ args: ['--skipApiVersionCheck'] }, async (srv) => {
+      const res = await request(srv, { path: '/Tables', headers: { 'x-ms-version': '2099-01-01' } });
+      assert.equal(res.status, 200, res.body);
+    });
+  });
+
+  test('--disableProductStyleUrl reads the account from the path even for dotted hosts', async () => {
+    await withServer({ args: ['--disableProductStyleUrl'] }, async (srv) => {
+      const res = await request(srv, { path: '/Tables', headers: { Host: `myhost.example.com:${srv.port}` } });
+      assert.equal(res.status, 200, res.body);
+    });
+  });
+
+  test('--debug FILE logs headers with the Authorization value redacted', async () => {
+    const d = tempDir();
+    dirs.push(d);
+    const file = path.join(d, 'debug.log');
+    let signature;
+    await withServer({ args: ['--debug', file] }, async (srv) => {
+      const res = await request(srv, { path: '/Tables', headers: { 'x-ms-client-request-id': 'debug-marker' } });
+      assert.equal(res.status, 200);
+      const auth = await request(srv, { path: '/Tables', auth: ({ date, resource }) => {
+        const h = require('./http');
+        signature = h.hmac(srv.key, h.sharedKeyStringToSign({ method: 'GET', date, resource }));
+        return `SharedKey ${srv.account}:${signature}`;
+      } });
+      assert.equal(auth.status, 200);
+    });
+    const log = fs.readFileSync(file, 'utf8');
+    assert.match(log, /debug-marker/, 'request headers are logged');
+    assert.ok(!log.includes(signature), 'the signature must not be logged');
+  });
+
+  test('access log on stdout without --silent, JSON lines with --jsonLog', async () => {
+    await withServer({ silent: false }, async (srv) => {
+      await request(srv, { path: '/Tables' });
+      await new Promise((r) => setTimeout(r, 200));
+      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+      assert.ok(lines.some((l) => /GET/.test(l) && /200/.test(l)), `access log lines: ${lines.join('\n')}`);
+    });
+    await withServer({ silent: false, args: ['--jsonLog'] }, async (srv) => {
+      await request(srv, { path: '/Tables' });
+      await new Promise((r) => setTimeout(r, 200));
+      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+      assert.ok(lines.length > 0, 'expected access log lines');
+      for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), `not JSON: ${l}`);
+    });
+    await withServer({}, async (srv) => {
+      await request(srv, { path: '/Tables' });
+      await new Promise((r) => setTimeout(r, 200));
+      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+      assert.deepEqual(lines, [], '--silent: no access log');
+    });
+  });
+});
