@@ -118,6 +118,21 @@ bool ReturnsODataBody(Operation op) {
   }
 }
 
+// True iff the request body of `op` is an OData JSON document.
+bool HasODataBody(Operation op) {
+  switch (op) {
+    case Operation::kCreateTable:
+    case Operation::kInsertEntity:
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool IsWrite(Operation op) {
   switch (op) {
     case Operation::kCreateTable:
@@ -284,6 +299,11 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   if (!content_type.empty() && (content_type.find("atom+xml") != std::string_view::npos)) {
     req.xml_errors = true;
     return ErrorResponse(req, ErrorReply(AzureError::kAtomFormatNotSupported));
+  }
+  // OData bodies must say they are JSON (operations.md §0, payload.md §1.2).
+  if (HasODataBody(req.op)) {
+    std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
+    if (!IEquals(media, "application/json")) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
   }
   return Dispatch(ctx, req);
 }

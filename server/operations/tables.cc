@@ -38,6 +38,12 @@ HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
       if (name != "TableName") return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
     }
   }
+  // TableName is the only property of a table (operations.md §1.1).
+  if (opts.filter) {
+    for (const auto& name : odata::ReferencedProperties(*opts.filter)) {
+      if (name != "TableName") return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
+    }
+  }
   std::vector<std::string> names;
   std::optional<std::string> next;
   storage::Status s = ctx.store->ScanTables(
