@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "server/oauth.h"
 #include "server/request.h"
 #include "server/text.h"
 #include "storage/edm_text.h"
@@ -329,6 +330,20 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   return std::nullopt;
 }
 
+// OAuth (--oauth basic, HTTPS only): see server/oauth.h.
+std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req, std::string_view token) {
+  if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
+  if (!ctx.options.oauth) return AuthFailed("Bearer tokens are not enabled on this server (start it with --oauth basic).");
+  if (!req->version.empty() && req->version < "2017-11-09") {
+    return AuthFailed("Authentication scheme Bearer is not supported in this version.");
+  }
+  int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (auto err = CheckBearerToken(token, req->account, now)) return err;
+  req->grant.kind = AuthGrant::Kind::kBearer;
+  return std::nullopt;
+}
+
 bool Has(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
 
 }  // namespace
@@ -346,10 +361,7 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
   if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
     return AuthenticateSharedKey(ctx, *req, scheme, credential);
   }
-  if (scheme == "Bearer") {
-    if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
-    return AuthFailed("Bearer tokens are not enabled on this server.");
-  }
+  if (scheme == "Bearer") return AuthenticateBearer(ctx, req, credential);
   return ErrorReply(AzureError::kInvalidAuthenticationInfo);
 }
 
