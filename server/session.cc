@@ -29,6 +29,35 @@ constexpr std::uint64_t kMaxDrainBytes = 64 * 1024 * 1024;
 std::atomic<bool> g_closing{false};
 std::atomic<int> g_in_flight{0};
 
+// Writes `res` (already prepared: Content-Length set) as HTTP/1.1 bytes
+// into `out`, so that it goes out in one buffer and one write. Profiled:
+// Beast's generic serializer cost more instructions per response than the
+// whole point read behind it.
+void SerializeResponse(const HttpResponse& res, std::string* out) {
+  out->clear();
+  out->reserve(512 + res.body().size());
+  out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  unsigned code = res.result_int();
+  char digits[3] = {static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
+                    static_cast<char>('0' + code % 10)};
+  out->append(digits, 3);
+  out->push_back(' ');
+  std::string_view reason = res.reason();
+  if (reason.empty()) reason = http::obsolete_reason(res.result());
+  out->append(reason);
+  out->append("\r\n");
+  for (const auto& field : res) {
+    std::string_view name = field.name_string();
+    std::string_view value = field.value();
+    out->append(name);
+    out->append(": ");
+    out->append(value);
+    out->append("\r\n");
+  }
+  out->append("\r\n");
+  out->append(res.body());
+}
+
 // True iff answering `req` cannot wait long: reads of one entity and the
 // reserved /_ endpoints other than reset. They run on the I/O thread.
 bool IsQuick(const HttpRequest& req) {
@@ -165,9 +194,9 @@ void HttpSession<Derived>::OnDrain(beast::error_code ec, std::size_t bytes) {
 template <class Derived>
 void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
   response_ = std::move(res);
-  http::async_write(
-      derived().stream(), response_,
-      beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
+  SerializeResponse(response_, &wire_);
+  net::async_write(derived().stream(), net::buffer(wire_),
+                   beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
 }
 
 template <class Derived>
@@ -176,6 +205,7 @@ void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t
   if (ec) return Fail(ec, "write");
   if (close) return drain_left_ > 0 ? DoDrain() : derived().DoClose();
   response_ = {};
+  if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
   DoRead();
 }
 

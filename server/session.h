@@ -56,6 +56,9 @@ class HttpSession {
 
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;  // the request being answered
+  std::string wire_;     // the response's bytes while they are written
+  // A connection keeps a wire buffer up to this size between requests.
+  static constexpr size_t kKeepWireBytes = 64 * 1024;
   HttpResponse response_;
   std::string peer_;
   std::uint64_t drain_left_ = 0;  // bytes still to drop before closing
