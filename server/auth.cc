@@ -1,5 +1,7 @@
 #include "server/auth.h"
 
+#include <array>
+
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
@@ -101,11 +103,45 @@ std::string Sign(std::string_view key, std::string_view string_to_sign) {
 
 namespace {
 
+// Signatures this thread verified lately. A SAS is sent unchanged with
+// every request it authorizes (its string-to-sign does not depend on the
+// request), so re-verifying it would recompute the same HMAC each time.
+// Only successes are kept, with the exact inputs; account keys never change
+// while the server runs.
+class VerifiedSignatures {
+ public:
+  bool Contains(const Account* account, std::string_view sts, std::string_view sig) const {
+    for (const Entry& e : entries_) {
+      // Constant-time on the signature, as the uncached check.
+      if (e.account == account && e.sts == sts && SecureEquals(e.sig, sig)) return true;
+    }
+    return false;
+  }
+  void Add(const Account* account, std::string_view sts, std::string_view sig) {
+    Entry& e = entries_[next_++ % entries_.size()];
+    e.account = account;
+    e.sts.assign(sts);
+    e.sig.assign(sig);
+  }
+
+ private:
+  struct Entry {
+    const Account* account = nullptr;
+    std::string sts;
+    std::string sig;
+  };
+  std::array<Entry, 8> entries_;
+  size_t next_ = 0;
+};
+
 bool MatchesAnyKey(const Account& account, std::string_view string_to_sign, std::string_view sig) {
+  thread_local VerifiedSignatures verified;
+  if (verified.Contains(&account, string_to_sign, sig)) return true;
   bool match = false;
   for (const auto& key : account.keys) {
     match |= SecureEquals(Sign(key, string_to_sign), sig);
   }
+  if (match) verified.Add(&account, string_to_sign, sig);
   return match;
 }
 
