@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 #include "server/request.h"
+#include "storage/store.h"
 
 namespace cerulean::server {
 
@@ -37,6 +38,33 @@ std::string Metrics::Render() const {
   out += "cerulean_request_duration_seconds_sum " + std::to_string(sum_ms_ / 1000) + "\n";
   out += "cerulean_request_duration_seconds_count " + std::to_string(count_) + "\n";
   return out;
+}
+
+std::string Metrics::RenderUsage(storage::Store& store) {
+  std::lock_guard lock(usage_mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (!usage_text_.empty() && now - usage_time_ < kUsageMaxAge) return usage_text_;
+  std::vector<storage::AccountUsage> accounts;
+  uint64_t bytes = 0;
+  if (!store.GetUsage(&accounts, &bytes).ok()) return usage_text_;
+  std::string out;
+  out += "# HELP cerulean_tables Tables per account.\n";
+  out += "# TYPE cerulean_tables gauge\n";
+  for (const auto& a : accounts) {
+    out += "cerulean_tables{account=\"" + a.account + "\"} " + std::to_string(a.tables) + "\n";
+  }
+  out += "# HELP cerulean_entities Entities per account (recomputed at most every " +
+         std::to_string(kUsageMaxAge.count()) + " s).\n";
+  out += "# TYPE cerulean_entities gauge\n";
+  for (const auto& a : accounts) {
+    out += "cerulean_entities{account=\"" + a.account + "\"} " + std::to_string(a.entities) + "\n";
+  }
+  out += "# HELP cerulean_storage_bytes Bytes of the database files (0 in memory).\n";
+  out += "# TYPE cerulean_storage_bytes gauge\n";
+  out += "cerulean_storage_bytes " + std::to_string(bytes) + "\n";
+  usage_text_ = std::move(out);
+  usage_time_ = now;
+  return usage_text_;
 }
 
 }  // namespace cerulean::server

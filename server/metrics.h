@@ -5,10 +5,15 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+
+namespace cerulean::storage {
+class Store;
+}  // namespace cerulean::storage
 
 namespace cerulean::server {
 
@@ -19,6 +24,12 @@ class Metrics {
   void Record(const Request& req, int status, double ms);
   // Prometheus exposition text of everything recorded so far.
   std::string Render() const;
+  // Gauges of what `store` holds: tables and entities per account, bytes on
+  // disk. Counting entities reads every row, so the figures are recomputed
+  // at most every kUsageMaxAge and shared by the scrapes in between.
+  std::string RenderUsage(storage::Store& store);
+
+  static constexpr std::chrono::seconds kUsageMaxAge{10};
 
   static constexpr std::array<double, 12> kBucketsMs = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
 
@@ -28,6 +39,10 @@ class Metrics {
   std::array<uint64_t, kBucketsMs.size() + 1> buckets_{};
   double sum_ms_ = 0;
   uint64_t count_ = 0;
+
+  std::mutex usage_mu_;  // held while usage is recomputed: one count at a time
+  std::string usage_text_;  // guarded by usage_mu_
+  std::chrono::steady_clock::time_point usage_time_;  // guarded by usage_mu_
 };
 
 }  // namespace cerulean::server

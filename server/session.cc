@@ -66,7 +66,8 @@ bool IsQuick(const HttpRequest& req) {
     return false;
   }
   std::string_view target = req.target();
-  if (target.starts_with("/_")) return true;
+  // /_metrics may count every entity: it goes to the blocking pool.
+  if (target.starts_with("/_")) return !target.starts_with("/_metrics");
   size_t query = target.find('?');
   std::string_view path = target.substr(0, query);
   // A point read: "...table(PartitionKey=...,RowKey=...)".

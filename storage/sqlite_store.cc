@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <filesystem>
+#include <map>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -665,6 +666,51 @@ bool SqliteStore::Healthy() {
   Stmt stmt;
   if (!lease.conn()->Prepare("SELECT 1", &stmt).ok()) return false;
   return stmt.Step() == SQLITE_ROW;
+}
+
+Status SqliteStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) {
+  accounts->clear();
+  *bytes = 0;
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  // One snapshot for both counts.
+  Status s = c->Exec("BEGIN");
+  std::map<std::string, AccountUsage> by_account;
+  if (s.ok()) {
+    Stmt tables;
+    s = c->Prepare("SELECT account, COUNT(*) FROM tables GROUP BY account", &tables);
+    int rc = SQLITE_DONE;
+    while (s.ok() && (rc = tables.Step()) == SQLITE_ROW) {
+      std::string account(tables.ColumnText(0));
+      AccountUsage& u = by_account[account];
+      u.account = account;
+      u.tables = static_cast<uint64_t>(tables.ColumnInt64(1));
+    }
+    if (s.ok() && rc != SQLITE_DONE) s = SqlStatus(c->db, rc, "count tables");
+  }
+  if (s.ok()) {
+    // Rows of dropped tables awaiting the reaper have no `tables` row.
+    Stmt entities;
+    s = c->Prepare(
+        "SELECT t.account, COUNT(*) FROM tables t JOIN entities e ON e.table_id = t.id GROUP BY t.account",
+        &entities);
+    int rc = SQLITE_DONE;
+    while (s.ok() && (rc = entities.Step()) == SQLITE_ROW) {
+      by_account[std::string(entities.ColumnText(0))].entities = static_cast<uint64_t>(entities.ColumnInt64(1));
+    }
+    if (s.ok() && rc != SQLITE_DONE) s = SqlStatus(c->db, rc, "count entities");
+  }
+  c->RollbackIfActive();
+  if (!s.ok()) return s;
+  for (auto& [name, usage] : by_account) accounts->push_back(std::move(usage));
+  if (!options_.in_memory) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code ec;
+      auto size = std::filesystem::file_size(options_.path + suffix, ec);
+      if (!ec) *bytes += size;
+    }
+  }
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------

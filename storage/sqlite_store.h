@@ -102,6 +102,7 @@ class SqliteStore final : public Store {
 
   Status ResetAccount(const std::string& account) override;
   bool Healthy() override;
+  Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
 
   // Work counters so far. Thread-safe; each counter is read atomically, the
   // three together are not a snapshot.

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "storage/test_util.h"
@@ -198,6 +199,28 @@ TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend) {
   }
   CHECK(*store->CountEntityRowsForTesting() == 1);
   CHECK(*store->CountPendingReapsForTesting() == 0);
+}
+
+TEST_CASE_TEMPLATE("store: GetUsage counts tables and live entities per account", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t1").ok());
+  REQUIRE(store->CreateTable("acct", "t2").ok());
+  REQUIRE(store->CreateTable("other", "t1").ok());
+  REQUIRE(store->Apply("acct", "t1", {Insert("p", "a"), Insert("p", "b")}, nullptr, nullptr).ok());
+  REQUIRE(store->Apply("acct", "t2", {Insert("p", "a")}, nullptr, nullptr).ok());
+  REQUIRE(store->Apply("other", "t1", {Insert("p", "a")}, nullptr, nullptr).ok());
+  // A dropped table's rows no longer count, reaped or not.
+  REQUIRE(store->DeleteTable("other", "t1").ok());
+  std::vector<AccountUsage> usage;
+  uint64_t bytes = 0;
+  REQUIRE(store->GetUsage(&usage, &bytes).ok());
+  REQUIRE(usage.size() == 1);
+  CHECK(usage[0].account == "acct");
+  CHECK(usage[0].tables == 2);
+  CHECK(usage[0].entities == 3);
+  CHECK((bytes > 0) == std::is_same_v<B, FileBackend>);
 }
 
 TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend) {

@@ -82,6 +82,13 @@ struct ApplyError {
   size_t index = 0;
 };
 
+// What one account holds (Store::GetUsage).
+struct AccountUsage {
+  std::string account;
+  uint64_t tables = 0;
+  uint64_t entities = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -128,6 +135,11 @@ class Store {
 
   // Usable for requests right now (health checks).
   virtual bool Healthy() = 0;
+
+  // Tables and entities of every account that has a table, by account name,
+  // and the bytes the store occupies (0 in memory). Counting entities reads
+  // every live row: O(entities), for metrics off the request path.
+  virtual Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) = 0;
 };
 
 }  // namespace cerulean::storage

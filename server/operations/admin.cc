@@ -19,7 +19,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
   if (path == "/_metrics" && req.http.method() == http::verb::get) {
     HttpResponse res = MakeResponse(req, http::status::ok);
     res.set(http::field::content_type, "text/plain; version=0.0.4");
-    res.body() = ctx.metrics ? ctx.metrics->Render() : std::string();
+    if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
     return res;
   }
   // POST /_reset/{account}: wipe the account, authorized by its key (Shared

@@ -7,6 +7,9 @@
 const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const {
   AzureNamedKeyCredential, AzureSASCredential, TableClient, TableServiceClient,
   generateTableSas, generateAccountSas,
@@ -369,6 +372,31 @@ describe('reserved paths', () => {
     assert.equal(res.status, 200, res.body);
     assert.match(res.headers['content-type'] || '', /^text\/plain/);
     assert.match(res.body, /^# (HELP|TYPE) /m);
+  });
+
+  test('GET /_metrics -> requests by operation/status, tables and entities per account, storage bytes', async () => {
+    // A server of its own, on disk, so that the counts are exactly ours.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerulean-metrics-'));
+    const r = await startServer({ location: dir });
+    try {
+      const names = [uniqueTableName('m1'), uniqueTableName('m2')];
+      for (const n of names) assert.equal((await request(r, { method: 'POST', path: '/Tables', body: { TableName: n } })).status, 201);
+      for (let i = 0; i < 3; i++) {
+        const ins = await request(r, { method: 'POST', path: `/${names[0]}`, body: { PartitionKey: 'p', RowKey: `r${i}` } });
+        assert.equal(ins.status, 201, ins.body);
+      }
+      const res = await request(r, { rawTarget: '/_metrics', auth: 'none' });
+      assert.equal(res.status, 200, res.body);
+      assert.match(res.body, /^cerulean_requests_total\{operation="InsertEntity",status="201"\} 3$/m);
+      assert.match(res.body, /^cerulean_request_duration_seconds_count \d+$/m);
+      assert.match(res.body, new RegExp(`^cerulean_tables\\{account="${r.account}"\\} 2$`, 'm'));
+      assert.match(res.body, new RegExp(`^cerulean_entities\\{account="${r.account}"\\} 3$`, 'm'));
+      const bytes = /^cerulean_storage_bytes (\d+)$/m.exec(res.body);
+      assert.ok(bytes && Number(bytes[1]) > 0, res.body);
+    } finally {
+      await r.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('POST /_reset/{account}: unsigned -> 403; signed -> every table deleted', async () => {
