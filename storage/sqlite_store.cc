@@ -440,6 +440,9 @@ Status SqliteStore::Init() {
       std::unique_ptr<Connection> reader;
       s = Connection::Open(this, path, &reader);
       if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
+      // Readers see database pages through a shared mapping rather than a
+      // pread and a copy into each connection's own page cache.
+      if (s.ok()) s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
       if (!s.ok()) return s;
       idle_readers_.push_back(std::move(reader));
     }

@@ -32,7 +32,10 @@ struct SqliteStoreOptions {
   // A private database that lives as long as the store.
   bool in_memory = false;
   // Reader connections of a file store (at least 1). Unused in memory.
-  size_t reader_pool_size = 4;
+  size_t reader_pool_size = 8;
+  // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
+  // with pread. Unused in memory.
+  int64_t reader_mmap_bytes = int64_t{1} << 30;
   // How long a connection waits on a lock held by another connection before
   // giving up with kBusy.
   std::chrono::milliseconds busy_timeout{5000};

@@ -1,6 +1,7 @@
 // Entity operations: Query Entities, Get Entity, Insert, Update, Merge,
 // Delete and the upserts.
 #include "odata/query.h"
+#include "server/logger.h"
 #include "server/operations/operations.h"
 #include "server/query_options.h"
 #include "server/text.h"
@@ -104,6 +105,9 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
+  if (ctx.logger != nullptr && ctx.logger->debug_enabled()) {
+    ctx.logger->Debug(req, "query plan " + req.path.table + ": " + plan.ToString());
+  }
   storage::ScanRequest scan;
   scan.ranges = std::move(plan.ranges);
   scan.limit = opts.top;

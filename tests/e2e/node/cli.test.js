@@ -121,6 +121,31 @@ describe('flags', () => {
     assert.ok(!log.includes(signature), 'the signature must not be logged');
   });
 
+  test('--debug FILE logs the query plan: key ranges and residual of a $filter', async () => {
+    const d = tempDir();
+    dirs.push(d);
+    const file = path.join(d, 'debug.log');
+    await withServer({ args: ['--debug', file] }, async (srv) => {
+      const created = await request(srv, { method: 'POST', path: '/Tables', body: { TableName: 'plans' } });
+      assert.equal(created.status, 201, created.body);
+      const filter = "PartitionKey eq 'M' and RowKey ge 'METABOLIS' and RowKey lt 'METABOLIT' and Amount gt 5";
+      const res = await request(srv, { path: `/plans()?$filter=${encodeURIComponent(filter)}` });
+      assert.equal(res.status, 200, res.body);
+      const full = await request(srv, { path: `/plans()?$filter=${encodeURIComponent("PartitionKey eq 'A' or PartitionKey eq 'B'")}` });
+      assert.equal(full.status, 200, full.body);
+    });
+    const plans = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('query plan plans:'));
+    assert.equal(plans.length, 2, plans.join('\n'));
+    // One range inside partition M from the prefix to its successor; the
+    // non-key comparison stays as the residual.
+    assert.match(plans[0], /METABOLIS/);
+    assert.match(plans[0], /METABOLIT/);
+    assert.match(plans[0], /residual: .*Amount/);
+    // Two partitions, two ranges, nothing left to evaluate.
+    assert.match(plans[1], /'A'.*'B'/);
+    assert.doesNotMatch(plans[1], /residual: \(/);
+  });
+
   test('access log on stdout without --silent, JSON lines with --jsonLog', async () => {
     await withServer({ silent: false }, async (srv) => {
       await request(srv, { path: '/Tables' });
