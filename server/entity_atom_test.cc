@@ -4,6 +4,7 @@
 
 #include "server/entity_atom.h"
 #include "server/entity_json.h"
+#include "server/router.h"
 #include "server/text.h"
 #include "storage/edm_text.h"
 
@@ -292,6 +293,30 @@ TEST_CASE("XML text escaping keeps documents well-formed") {
   out.clear();
   AppendXmlText(&out, "\"<'&>\t\n\r", true);
   CHECK(out == "&quot;&lt;'&amp;&gt;&#x9;&#xA;&#xD;");
+}
+
+TEST_CASE("format negotiation: Atom before 2015-12-11") {
+  Metadata m;
+  bool atom = false;
+  CHECK_FALSE(NegotiateFormat("", "", "2011-08-18", &m, &atom));
+  CHECK(atom);
+  CHECK_FALSE(NegotiateFormat("", "application/atom+xml,application/xml", "2013-08-15", &m, &atom));
+  CHECK(atom);
+  CHECK_FALSE(NegotiateFormat("", "application/xml", "2015-04-05", &m, &atom));
+  CHECK(atom);
+  CHECK_FALSE(NegotiateFormat("atom", "application/json", "2015-04-05", &m, &atom));
+  CHECK(atom);
+  CHECK_FALSE(NegotiateFormat("", "*/*", "2012-02-12", &m, &atom));
+  CHECK(atom);
+  CHECK_FALSE(NegotiateFormat("", "application/json", "2013-08-15", &m, &atom));
+  CHECK_FALSE(atom);
+  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error == AzureError::kJsonFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/atom+xml", "2015-12-11", &m, &atom)->error ==
+        AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "", "2015-12-11", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
+  CHECK_FALSE(NegotiateFormat("", "*/*", "2015-12-11", &m, &atom));
+  CHECK_FALSE(atom);
+  CHECK(m == Metadata::kMinimal);
 }
 
 }  // namespace cerulean::server
