@@ -24,6 +24,8 @@ build_dir=${BUILD_DIR:-build}
 [[ $build_dir == /* ]] || build_dir=$repo/$build_dir
 unit_timeout=${UNIT_TIMEOUT:-300}
 e2e_timeout=${E2E_TIMEOUT:-600}
+# The container suite builds the image (a full compile inside it) on a cold cache.
+container_timeout=${CONTAINER_TIMEOUT:-1500}
 log_dir=${TEST_LOG_DIR:-$build_dir/test-logs}
 
 selected=("$@")
@@ -177,7 +179,7 @@ else
     run_suite e2e-browser "$e2e_timeout" node tests/e2e/browser/run.js
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
-    run_suite container "$e2e_timeout" bash tests/container/run.sh
+    run_suite container "$container_timeout" bash tests/container/run.sh
   fi
 fi
 

@@ -1,10 +1,13 @@
 #include "server/auth.h"
 
+#include <array>
+
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
 #include <sstream>
 
+#include "server/oauth.h"
 #include "server/request.h"
 #include "server/text.h"
 #include "storage/edm_text.h"
@@ -100,11 +103,45 @@ std::string Sign(std::string_view key, std::string_view string_to_sign) {
 
 namespace {
 
+// Signatures this thread verified lately. A SAS is sent unchanged with
+// every request it authorizes (its string-to-sign does not depend on the
+// request), so re-verifying it would recompute the same HMAC each time.
+// Only successes are kept, with the exact inputs; account keys never change
+// while the server runs.
+class VerifiedSignatures {
+ public:
+  bool Contains(const Account* account, std::string_view sts, std::string_view sig) const {
+    for (const Entry& e : entries_) {
+      // Constant-time on the signature, as the uncached check.
+      if (e.account == account && e.sts == sts && SecureEquals(e.sig, sig)) return true;
+    }
+    return false;
+  }
+  void Add(const Account* account, std::string_view sts, std::string_view sig) {
+    Entry& e = entries_[next_++ % entries_.size()];
+    e.account = account;
+    e.sts.assign(sts);
+    e.sig.assign(sig);
+  }
+
+ private:
+  struct Entry {
+    const Account* account = nullptr;
+    std::string sts;
+    std::string sig;
+  };
+  std::array<Entry, 8> entries_;
+  size_t next_ = 0;
+};
+
 bool MatchesAnyKey(const Account& account, std::string_view string_to_sign, std::string_view sig) {
+  thread_local VerifiedSignatures verified;
+  if (verified.Contains(&account, string_to_sign, sig)) return true;
   bool match = false;
   for (const auto& key : account.keys) {
     match |= SecureEquals(Sign(key, string_to_sign), sig);
   }
+  if (match) verified.Add(&account, string_to_sign, sig);
   return match;
 }
 
@@ -329,6 +366,20 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   return std::nullopt;
 }
 
+// OAuth (--oauth basic, HTTPS only): see server/oauth.h.
+std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req, std::string_view token) {
+  if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
+  if (!ctx.options.oauth) return AuthFailed("Bearer tokens are not enabled on this server (start it with --oauth basic).");
+  if (!req->version.empty() && req->version < "2017-11-09") {
+    return AuthFailed("Authentication scheme Bearer is not supported in this version.");
+  }
+  int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (auto err = CheckBearerToken(token, req->account, now)) return err;
+  req->grant.kind = AuthGrant::Kind::kBearer;
+  return std::nullopt;
+}
+
 bool Has(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
 
 }  // namespace
@@ -346,10 +397,7 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
   if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
     return AuthenticateSharedKey(ctx, *req, scheme, credential);
   }
-  if (scheme == "Bearer") {
-    if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
-    return AuthFailed("Bearer tokens are not enabled on this server.");
-  }
+  if (scheme == "Bearer") return AuthenticateBearer(ctx, req, credential);
   return ErrorReply(AzureError::kInvalidAuthenticationInfo);
 }
 

@@ -49,6 +49,7 @@ constexpr Entry kErrorTable[] = {
     {AzureError::kAuthorizationProtocolMismatch, {403, "AuthorizationProtocolMismatch", "This request is not authorized to perform this operation using this protocol."}},
     {AzureError::kAuthorizationSourceIPMismatch, {403, "AuthorizationSourceIPMismatch", "This request is not authorized to perform this operation using this source IP."}},
     {AzureError::kInvalidAuthenticationInfo, {400, "InvalidAuthenticationInfo", "Authentication information is not given in the correct format. Check the value of Authorization header."}},
+    {AzureError::kInvalidAuthenticationInfoToken, {401, "InvalidAuthenticationInfo", "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."}},
     {AzureError::kInsufficientAccountPermissions, {403, "InsufficientAccountPermissions", "Write operations are not allowed."}},
     {AzureError::kInvalidHeaderValue, {400, "InvalidHeaderValue", "The value for one of the HTTP headers is not in the correct format."}},
     {AzureError::kCorsPreflightFailure, {403, "CorsPreflightFailure", "CORS not enabled or no matching rule found for this request."}},

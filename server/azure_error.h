@@ -48,6 +48,7 @@ enum class AzureError {
   kAuthorizationProtocolMismatch,
   kAuthorizationSourceIPMismatch,
   kInvalidAuthenticationInfo,
+  kInvalidAuthenticationInfoToken,  // 401 for a rejected bearer token; wire code InvalidAuthenticationInfo
   kInsufficientAccountPermissions,
   kInvalidHeaderValue,
   kCorsPreflightFailure,

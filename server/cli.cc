@@ -3,6 +3,8 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 
+#include "server/text.h"
+
 namespace cerulean::server {
 
 namespace po = boost::program_options;
@@ -28,6 +30,11 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       ("debug,d", po::value(&out->debug_file), "write full request/response headers and query plans to FILE")
       ("silent,s", po::bool_switch(&out->silent), "no access log on stdout")
       ("jsonLog", po::bool_switch(&out->json_log), "access log lines as JSON")
+      ("cert", po::value(&out->cert), "serve HTTPS only, with this PEM certificate (chain) or .pfx file")
+      ("key", po::value(&out->key), "the PEM private key of --cert")
+      ("pwd", po::value(&out->pwd), "the password of a .pfx --cert (or of an encrypted --key)")
+      ("oauth", po::value(&out->oauth),
+       "accept OAuth bearer tokens: 'basic' checks issuer, audience and lifetime, not the signature; needs --cert")
       ("seed", po::value(&out->seed_dir), "import every *.jsonl file of DIR at start-up (table = file name)")
       ("account", po::value(&out->account), "export/import/reset: the account (default devstoreaccount1)")
       ("table", po::value(&out->tables)->multitoken(), "export: only these tables")
@@ -43,6 +50,11 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
     po::notify(vm);
   } catch (const std::exception& e) {
     return std::string(e.what());
+  }
+  if (!out->oauth.empty()) {
+    // Azurite compares the level case-insensitively and knows only "basic".
+    if (ToLower(out->oauth) != "basic") return "--oauth: unknown level '" + out->oauth + "' (supported: basic)";
+    out->oauth = "basic";
   }
   return std::nullopt;
 }

@@ -19,6 +19,11 @@ struct CliOptions {
   bool json_log = false;
   std::string debug_file;
   std::string seed_dir;
+  // HTTPS (azurite: --cert with --key for PEM, or with --pwd for .pfx).
+  std::string cert;
+  std::string key;
+  std::string pwd;
+  std::string oauth;  // "basic" or empty
   // export / import / reset subcommands.
   std::string account;
   std::vector<std::string> tables;

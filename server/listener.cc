@@ -10,8 +10,8 @@ namespace cerulean::server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-Listener::Listener(net::io_context& ioc, const ServerContext& ctx)
-    : ioc_(ioc), acceptor_(net::make_strand(ioc)), ctx_(ctx) {}
+Listener::Listener(net::io_context& ioc, const ServerContext& ctx, net::ssl::context* tls)
+    : ioc_(ioc), acceptor_(net::make_strand(ioc)), ctx_(ctx), tls_(tls) {}
 
 std::string Listener::Open(const std::string& host, unsigned short port) {
   boost::system::error_code ec;
@@ -43,18 +43,21 @@ void Listener::Stop() {
 }
 
 void Listener::DoAccept() {
-  acceptor_.async_accept(net::make_strand(ioc_),
-                         [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
-                           self->OnAccept(ec, std::move(socket));
-                         });
+  acceptor_.async_accept(
+      net::make_strand(ioc_),
+      [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+        self->OnAccept(ec, std::move(socket));
+      });
 }
 
 void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
   if (ec) {
     std::fprintf(stderr, "accept: %s\n", ec.message().c_str());
+  } else if (tls_ != nullptr) {
+    std::make_shared<TlsSession>(std::move(socket), *tls_, ctx_)->Run();
   } else {
-    std::make_shared<Session>(std::move(socket), ctx_)->Run();
+    std::make_shared<PlainSession>(std::move(socket), ctx_)->Run();
   }
   DoAccept();
 }

@@ -20,6 +20,7 @@
 #include "server/logger.h"
 #include "server/metrics.h"
 #include "server/request.h"
+#include "server/tls.h"
 #include "storage/sqlite_store.h"
 
 namespace {
@@ -109,7 +110,27 @@ int RunTool(const std::string& command, const server::CliOptions& cli) {
 }
 
 int Serve(const server::CliOptions& cli) {
+  // HTTPS and OAuth first: a bad certificate should not touch the store.
+  std::unique_ptr<boost::asio::ssl::context> tls;
+  server::TlsFiles tls_files{cli.cert, cli.key, cli.pwd};
+  if (server::TlsRequested(tls_files)) {
+    if (std::string err = server::MakeTlsContext(tls_files, &tls); !err.empty()) {
+      std::fprintf(stderr, "cerulean: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  if (!cli.oauth.empty() && tls == nullptr) {
+    // Azurite documents this rule ("OAuth requires HTTPS endpoint"); starting
+    // anyway would accept no bearer token at all.
+    std::fprintf(stderr,
+                 "cerulean: OAuth requires HTTPS endpoint. Make sure HTTPS is enabled by providing --cert "
+                 "parameter along with --oauth parameter.\n");
+    return 1;
+  }
+
   server::ServerContext ctx;
+  ctx.options.https = tls != nullptr;
+  ctx.options.oauth = !cli.oauth.empty();
   if (!ctx.accounts.AddDefault()) return 1;
   if (const char* spec = std::getenv("AZURITE_ACCOUNTS"); spec != nullptr && *spec != '\0') {
     std::string error;
@@ -145,7 +166,7 @@ int Serve(const server::CliOptions& cli) {
   // concurrent writers can queue for one group commit.
   boost::asio::thread_pool blocking_pool(kBlockingThreads);
   ctx.blocking_pool = &blocking_pool;
-  auto listener = std::make_shared<server::Listener>(ioc, ctx);
+  auto listener = std::make_shared<server::Listener>(ioc, ctx, tls.get());
   if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
     return 1;
@@ -175,7 +196,8 @@ int Serve(const server::CliOptions& cli) {
 
   std::string host = cli.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  std::printf("Cerulean Table service is successfully listening at http://%s:%u\n", host.c_str(), listener->port());
+  std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n", tls ? "https" : "http", host.c_str(),
+              listener->port());
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

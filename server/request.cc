@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include "server/entity_atom.h"
+#include "server/oauth.h"
 #include "server/text.h"
 
 namespace cerulean::server {
@@ -59,6 +60,7 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
   const ErrorInfo& info = Describe(error.error);
   HttpResponse res{static_cast<http::status>(info.status), req.http.version()};
   res.set("x-ms-error-code", info.code);
+  if (error.error == AzureError::kInvalidAuthenticationInfoToken) res.set(http::field::www_authenticate, kBearerChallenge);
   if (req.http.method() == http::verb::head) return res;
   if (req.xml_errors) {
     res.set(http::field::content_type, "application/xml");

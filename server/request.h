@@ -37,7 +37,8 @@ class Logger;
 struct ServerOptions {
   bool loose = false;
   bool skip_api_version_check = false;
-  bool https = false;
+  bool https = false;  // the listener speaks TLS (--cert)
+  bool oauth = false;  // --oauth basic: bearer tokens accepted (over HTTPS)
   bool force_path_style = false;  // --disableProductStyleUrl
 };
 

@@ -1,7 +1,9 @@
 #include "server/session.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <chrono>
 #include <cstdio>
 
@@ -14,11 +16,47 @@ namespace cerulean::server {
 
 namespace beast = boost::beast;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 
 namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(60);
+// Time allowed for the TLS handshake and for close_notify at the end.
+constexpr auto kTlsTimeout = std::chrono::seconds(30);
+// After refusing an oversized request: how long and how much of the rest of
+// it is read and dropped before closing.
+constexpr auto kDrainTimeout = std::chrono::seconds(10);
+constexpr std::uint64_t kMaxDrainBytes = 64 * 1024 * 1024;
 std::atomic<bool> g_closing{false};
 std::atomic<int> g_in_flight{0};
+
+// Writes `res` (already prepared: Content-Length set) as HTTP/1.1 bytes
+// into `out`, so that it goes out in one buffer and one write. Profiled:
+// Beast's generic serializer cost more instructions per response than the
+// whole point read behind it.
+void SerializeResponse(const HttpResponse& res, std::string* out) {
+  out->clear();
+  out->reserve(512 + res.body().size());
+  out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  unsigned code = res.result_int();
+  char digits[3] = {static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
+                    static_cast<char>('0' + code % 10)};
+  out->append(digits, 3);
+  out->push_back(' ');
+  std::string_view reason = res.reason();
+  if (reason.empty()) reason = http::obsolete_reason(res.result());
+  out->append(reason);
+  out->append("\r\n");
+  for (const auto& field : res) {
+    std::string_view name = field.name_string();
+    std::string_view value = field.value();
+    out->append(name);
+    out->append(": ");
+    out->append(value);
+    out->append("\r\n");
+  }
+  out->append("\r\n");
+  out->append(res.body());
+}
 
 // True iff answering `req` cannot wait long: reads of one entity and the
 // reserved /_ endpoints other than reset. They run on the I/O thread.
@@ -35,56 +73,71 @@ bool IsQuick(const HttpRequest& req) {
   return path.ends_with(")") && path.find("RowKey") != std::string_view::npos;
 }
 
+// The peer's address, and Nagle off; called before the socket moves into a
+// stream.
+std::string PreparePeer(net::ip::tcp::socket& socket) {
+  beast::error_code ec;
+  socket.set_option(net::ip::tcp::no_delay(true), ec);
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
 }  // namespace
 
 void RequestSessionsClose() { g_closing = true; }
 int InFlightRequests() { return g_in_flight.load(); }
 
-Session::Session(net::ip::tcp::socket&& socket, const ServerContext& ctx)
-    : stream_(std::move(socket)), ctx_(ctx) {
-  beast::error_code ec;
-  auto ep = stream_.socket().remote_endpoint(ec);
-  if (!ec) peer_ = ep.address().to_string();
-  stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
-}
+// --- the request loop ---------------------------------------------------------
 
-void Session::Run() {
-  net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this()));
-}
-
-void Session::DoRead() {
+template <class Derived>
+void HttpSession<Derived>::DoRead() {
   parser_.emplace();
   parser_->body_limit(kMaxBodyBytes);
   parser_->header_limit(64 * 1024);
-  stream_.expires_after(kReadTimeout);
-  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  beast::get_lowest_layer(derived().stream()).expires_after(kReadTimeout);
+  http::async_read(derived().stream(), buffer_, *parser_,
+                   beast::bind_front_handler(&HttpSession::OnRead, derived().shared_from_this()));
 }
 
-void Session::OnRead(beast::error_code ec, std::size_t) {
-  if (ec == http::error::end_of_stream) return DoClose();
+template <class Derived>
+void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
+  if (ec == http::error::end_of_stream) return derived().DoClose();
   if (ec == http::error::body_limit) return RejectTooLarge();
+  if (ec == http::error::header_limit) return RejectHeaderTooLarge();
   if (ec) return Fail(ec, "read");
   ++g_in_flight;
   request_ = parser_->release();
-  if (ctx_.blocking_pool == nullptr || IsQuick(request_)) return Respond(HandleRequest(ctx_, request_, peer_));
+  if (ctx_.blocking_pool == nullptr || IsQuick(request_)) {
+    return Respond(HandleRequest(ctx_, request_, peer_));
+  }
   // The request may wait on storage: answer it on the blocking pool and come
   // back to this session's strand to write. The session stays alive through
   // the handler's shared_ptr; no other operation runs on it meanwhile.
-  net::post(*ctx_.blocking_pool, [self = shared_from_this()] {
+  net::post(*ctx_.blocking_pool, [self = derived().shared_from_this()] {
     HttpResponse res = HandleRequest(self->ctx_, self->request_, self->peer_);
-    net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->Respond(std::move(res)); });
+    net::post(self->stream().get_executor(),
+              [self, res = std::move(res)]() mutable { self->Respond(std::move(res)); });
   });
 }
 
-void Session::Respond(HttpResponse res) {
+template <class Derived>
+void HttpSession<Derived>::Respond(HttpResponse res) {
   request_ = {};
   bool close = res.need_eof() || g_closing.load();
   if (close) res.keep_alive(false);
   DoWrite(std::move(res), close);
 }
 
-void Session::RejectTooLarge() {
-  // The headers were read; answer from them without the body.
+template <class Derived>
+void HttpSession<Derived>::RejectTooLarge() {
+  // The headers were read; answer from them without the body, then read and
+  // drop the body so that a client still sending it sees the 413, not a reset.
+  // Body bytes already buffered count as drained.
+  auto length = parser_->content_length();  // none for a chunked body
+  std::uint64_t buffered = buffer_.size();
+  drain_left_ = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
+  drain_left_ = std::min<std::uint64_t>(drain_left_, kMaxDrainBytes);
+  buffer_.consume(buffer_.size());
   HttpRequest req = parser_->release();
   req.body().clear();
   req.keep_alive(false);
@@ -99,34 +152,123 @@ void Session::RejectTooLarge() {
   DoWrite(std::move(res), true);
 }
 
-void Session::DoWrite(HttpResponse res, bool close) {
-  response_ = std::move(res);
-  http::async_write(stream_, response_,
-                    beast::bind_front_handler(&Session::OnWrite, shared_from_this(), close));
+template <class Derived>
+void HttpSession<Derived>::RejectHeaderTooLarge() {
+  // Like HTTP.sys: a plain-text 414 when the request line alone exceeds the
+  // limit, else 431, then drain what the client is still sending.
+  std::string_view head(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  bool line_too_long = head.find("\r\n") == std::string_view::npos;
+  drain_left_ = kMaxDrainBytes;
+  buffer_.consume(buffer_.size());
+  ++g_in_flight;
+  HttpResponse res{
+      line_too_long ? http::status::uri_too_long : http::status::request_header_fields_too_large,
+      11};
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.set(http::field::date, HttpDateNow());
+  res.body() = line_too_long ? "Request URL Too Long" : "Request Header Fields Too Large";
+  res.keep_alive(false);
+  res.prepare_payload();
+  DoWrite(std::move(res), true);
 }
 
-void Session::OnWrite(bool close, beast::error_code ec, std::size_t) {
+template <class Derived>
+void HttpSession<Derived>::DoDrain() {
+  if (drain_left_ == 0) return derived().DoClose();
+  beast::get_lowest_layer(derived().stream()).expires_after(kDrainTimeout);
+  auto chunk =
+      buffer_.prepare(static_cast<std::size_t>(std::min<std::uint64_t>(drain_left_, 64 * 1024)));
+  derived().stream().async_read_some(
+      chunk, beast::bind_front_handler(&HttpSession::OnDrain, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnDrain(beast::error_code ec, std::size_t bytes) {
+  // The prepared bytes are never committed: they are dropped.
+  if (ec == net::error::eof) return derived().DoClose();
+  if (ec) return Fail(ec, "drain");
+  drain_left_ -= std::min<std::uint64_t>(bytes, drain_left_);
+  DoDrain();
+}
+
+template <class Derived>
+void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
+  response_ = std::move(res);
+  SerializeResponse(response_, &wire_);
+  net::async_write(derived().stream(), net::buffer(wire_),
+                   beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t) {
   --g_in_flight;
   if (ec) return Fail(ec, "write");
-  if (close) return DoClose();
+  if (close) return drain_left_ > 0 ? DoDrain() : derived().DoClose();
   response_ = {};
+  if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
   DoRead();
 }
 
-void Session::DoClose() {
-  beast::error_code ec;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
-}
-
-void Session::Fail(beast::error_code ec, const char* what) {
-  // Timeouts, resets and aborted operations are normal ends of a connection.
-  if (ec == beast::error::timeout || ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-      ec == http::error::partial_message || ec == net::error::eof) {
+template <class Derived>
+void HttpSession<Derived>::Fail(beast::error_code ec, const char* what) {
+  // Timeouts, resets, aborted operations and TLS peers that leave without
+  // close_notify are normal ends of a connection.
+  if (ec == beast::error::timeout || ec == net::error::operation_aborted ||
+      ec == net::error::connection_reset || ec == http::error::partial_message ||
+      ec == net::error::eof || ec == ssl::error::stream_truncated) {
     return;
   }
   if (ctx_.logger && ctx_.logger->debug_enabled()) {
     std::fprintf(stderr, "session %s: %s\n", what, ec.message().c_str());
   }
+}
+
+template class HttpSession<PlainSession>;
+template class HttpSession<TlsSession>;
+
+// --- plain HTTP -----------------------------------------------------------------
+
+PlainSession::PlainSession(net::ip::tcp::socket&& socket, const ServerContext& ctx)
+    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket)) {}
+
+void PlainSession::Run() {
+  net::dispatch(stream_.get_executor(),
+                beast::bind_front_handler(&PlainSession::DoRead, shared_from_this()));
+}
+
+void PlainSession::DoClose() {
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+}
+
+// --- HTTPS ----------------------------------------------------------------------
+
+TlsSession::TlsSession(net::ip::tcp::socket&& socket, ssl::context& tls, const ServerContext& ctx)
+    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket), tls) {}
+
+void TlsSession::Run() {
+  // The handshake runs on the connection's strand like everything after it.
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    beast::get_lowest_layer(self->stream_).expires_after(kTlsTimeout);
+    self->stream_.async_handshake(ssl::stream_base::server,
+                                  beast::bind_front_handler(&TlsSession::OnHandshake, self));
+  });
+}
+
+void TlsSession::OnHandshake(beast::error_code ec) {
+  if (ec) return Fail(ec, "handshake");
+  DoRead();
+}
+
+void TlsSession::DoClose() {
+  beast::get_lowest_layer(stream_).expires_after(kTlsTimeout);
+  stream_.async_shutdown(beast::bind_front_handler(&TlsSession::OnShutdown, shared_from_this()));
+}
+
+void TlsSession::OnShutdown(beast::error_code ec) {
+  if (ec) Fail(ec, "shutdown");
+  beast::error_code ignored;
+  beast::get_lowest_layer(stream_).socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
 }
 
 }  // namespace cerulean::server

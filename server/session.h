@@ -1,11 +1,17 @@
 // One HTTP/1.1 connection: read with timeouts and size limits, answer,
-// keep alive, close gracefully (Beast advanced_server).
-// Thread-safety: a Session runs on its own strand.
+// keep alive, close gracefully (Beast advanced_server_flex). HttpSession
+// holds the request loop once for both transports; PlainSession runs it over
+// TCP, TlsSession over TLS after the handshake. The transport is a template
+// parameter, so plain HTTP pays nothing for TLS support.
+// Thread-safety: a session runs on its own strand.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,30 +23,78 @@ namespace cerulean::server {
 // Largest request body accepted (batches included); larger ones get 413.
 inline constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
 
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(boost::asio::ip::tcp::socket&& socket, const ServerContext& ctx);
-  void Run();
+// The request loop shared by both transports. Derived provides stream()
+// (an AsyncStream whose executor is the connection's strand), DoClose() and
+// derives from std::enable_shared_from_this<Derived>.
+template <class Derived>
+class HttpSession {
+ protected:
+  HttpSession(const ServerContext& ctx, std::string peer) : ctx_(ctx), peer_(std::move(peer)) {}
+
+  void DoRead();
+  void Fail(boost::beast::error_code ec, const char* what);
+
+  const ServerContext& ctx_;
+  boost::beast::flat_buffer buffer_;
 
  private:
-  void DoRead();
+  Derived& derived() { return static_cast<Derived&>(*this); }
   void OnRead(boost::beast::error_code ec, std::size_t bytes);
   // Sends the answer to request_ (on the session's strand).
   void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
   void OnWrite(bool close, boost::beast::error_code ec, std::size_t bytes);
-  void DoClose();
-  void Fail(boost::beast::error_code ec, const char* what);
-  // Answers 413 RequestBodyTooLarge for an oversized body, then closes.
+  // Answers 413 RequestBodyTooLarge for an oversized body, then drains it
+  // and closes.
   void RejectTooLarge();
+  // Answers 414/431 when the request line or headers exceed the limit, then
+  // drains and closes.
+  void RejectHeaderTooLarge();
+  // Reads and drops up to drain_left_ bytes (until EOF), then closes.
+  void DoDrain();
+  void OnDrain(boost::beast::error_code ec, std::size_t bytes);
 
-  boost::beast::tcp_stream stream_;
-  boost::beast::flat_buffer buffer_;
-  const ServerContext& ctx_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;  // the request being answered
+  std::string wire_;     // the response's bytes while they are written
+  // A connection keeps a wire buffer up to this size between requests.
+  static constexpr size_t kKeepWireBytes = 64 * 1024;
   HttpResponse response_;
   std::string peer_;
+  std::uint64_t drain_left_ = 0;  // bytes still to drop before closing
+};
+
+// Plain HTTP over TCP.
+class PlainSession : public HttpSession<PlainSession>,
+                     public std::enable_shared_from_this<PlainSession> {
+ public:
+  PlainSession(boost::asio::ip::tcp::socket&& socket, const ServerContext& ctx);
+  void Run();
+
+ private:
+  friend class HttpSession<PlainSession>;
+  boost::beast::tcp_stream& stream() { return stream_; }
+  void DoClose();
+
+  boost::beast::tcp_stream stream_;
+};
+
+// HTTPS: the TLS handshake, then the same request loop, then close_notify.
+// REQUIRES: `tls` outlives the session.
+class TlsSession : public HttpSession<TlsSession>, public std::enable_shared_from_this<TlsSession> {
+ public:
+  TlsSession(boost::asio::ip::tcp::socket&& socket, boost::asio::ssl::context& tls,
+             const ServerContext& ctx);
+  void Run();
+
+ private:
+  friend class HttpSession<TlsSession>;
+  boost::beast::ssl_stream<boost::beast::tcp_stream>& stream() { return stream_; }
+  void OnHandshake(boost::beast::error_code ec);
+  void DoClose();
+  void OnShutdown(boost::beast::error_code ec);
+
+  boost::beast::ssl_stream<boost::beast::tcp_stream> stream_;
 };
 
 }  // namespace cerulean::server

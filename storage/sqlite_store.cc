@@ -351,6 +351,12 @@ SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) 
 
 SqliteStore::~SqliteStore() {
   {
+    std::lock_guard<std::mutex> lock(checkpoint_mu_);
+    checkpoint_stopping_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  {
     std::lock_guard<std::mutex> lock(reap_mu_);
     stopping_ = true;
   }
@@ -436,6 +442,15 @@ Status SqliteStore::Init() {
       if (!s.ok()) return s;
       idle_readers_.push_back(std::move(reader));
     }
+  }
+
+  if (!options_.in_memory) {
+    s = Connection::Open(this, path, &checkpointer_conn_);
+    if (s.ok()) s = w->Exec("PRAGMA wal_autocheckpoint=0");
+    if (s.ok()) s = w->Exec("PRAGMA journal_size_limit=67108864");
+    if (!s.ok()) return s;
+    sqlite3_wal_hook(w->db, &SqliteStore::OnWalCommit, this);
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
   }
 
   if (options_.background_reaping) {
@@ -959,6 +974,53 @@ void SqliteStore::WakeReaper() {
     reap_pending_ = true;
   }
   reap_cv_.notify_all();
+}
+
+namespace {
+
+// WAL pages (4 KiB each) after which the checkpointer runs: large enough
+// that a checkpoint copies many commits at once, small enough that reads
+// do not search a long WAL index.
+constexpr int kCheckpointPages = 4000;
+// While writes never pause, the WAL is never fully copied at the moment a
+// write starts, so SQLite never rewinds it. Past this size the writer
+// finishes the (mostly done) copy itself, so the next write rewinds the WAL
+// and journal_size_limit truncates it.
+constexpr int kWalHardLimitPages = 16000;
+
+}  // namespace
+
+int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
+  if (pages >= kWalHardLimitPages) {
+    int log_pages = 0, copied = 0;
+    static_cast<void>(sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
+    return SQLITE_OK;
+  }
+  if (pages >= kCheckpointPages) {
+    auto* self = static_cast<SqliteStore*>(store);
+    {
+      std::lock_guard<std::mutex> lock(self->checkpoint_mu_);
+      self->checkpoint_pending_ = true;
+    }
+    self->checkpoint_cv_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void SqliteStore::CheckpointLoop() {
+  std::unique_lock<std::mutex> lock(checkpoint_mu_);
+  while (true) {
+    checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_pending_; });
+    if (checkpoint_stopping_) return;
+    checkpoint_pending_ = false;
+    lock.unlock();
+    // PASSIVE: copies what no reader still needs, never waits for locks. A
+    // failure (e.g. SQLITE_BUSY) is retried at the next trigger.
+    int log_pages = 0, copied = 0;
+    static_cast<void>(sqlite3_wal_checkpoint_v2(checkpointer_conn_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                                &log_pages, &copied));
+    lock.lock();
+  }
 }
 
 void SqliteStore::ReaperLoop() {

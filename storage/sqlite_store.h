@@ -21,6 +21,8 @@
 
 #include "storage/store.h"
 
+struct sqlite3;
+
 namespace cerulean::storage {
 
 struct SqliteStoreOptions {
@@ -140,6 +142,13 @@ class SqliteStore final : public Store {
   // inside its own savepoint so that a failing one leaves the others intact.
   void CommitGroup(const std::vector<PendingApply*>& group);
 
+  // Background WAL checkpoints (file stores): the writer's commits only
+  // append to the WAL; this thread copies it back into the database with
+  // PASSIVE checkpoints (never blocking readers or the writer) once it has
+  // grown past kCheckpointPages, so no request pays for a checkpoint.
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  void CheckpointLoop();
+
   void WakeReaper();
   void ReaperLoop();
   // Deletes one chunk of a dropped table's rows. Sets *more iff work may
@@ -174,6 +183,14 @@ class SqliteStore final : public Store {
   std::mutex readers_mu_;
   std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+
+  // Checkpointer state.
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_pending_ = false;  // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;  // guarded by checkpoint_mu_
+  std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
+  std::thread checkpointer_;
 
   // Reaper state.
   std::mutex reap_mu_;
