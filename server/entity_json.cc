@@ -123,29 +123,6 @@ std::optional<ErrorReply> ParseFlatObject(std::string_view body, std::vector<Mem
 bool IsNameStart(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80; }
 bool IsNameChar(unsigned char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 
-std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
-  if (name.empty()) return ErrorReply(AzureError::kPropertyNameInvalid);
-  if (storage::Utf16Length(name) > kMaxPropertyName) return ErrorReply(AzureError::kPropertyNameTooLong);
-  if (!IsNameStart(static_cast<unsigned char>(name[0]))) return ErrorReply(AzureError::kPropertyNameInvalid);
-  for (char c : name) {
-    if (!IsNameChar(static_cast<unsigned char>(c))) return ErrorReply(AzureError::kPropertyNameInvalid);
-  }
-  return std::nullopt;
-}
-
-std::optional<EdmType> ParseTypeName(std::string_view name) {
-  static constexpr std::pair<std::string_view, EdmType> kTypes[] = {
-      {"Edm.String", EdmType::kString},     {"Edm.Boolean", EdmType::kBoolean},
-      {"Edm.Int32", EdmType::kInt32},       {"Edm.Int64", EdmType::kInt64},
-      {"Edm.Double", EdmType::kDouble},     {"Edm.DateTime", EdmType::kDateTime},
-      {"Edm.Guid", EdmType::kGuid},         {"Edm.Binary", EdmType::kBinary},
-  };
-  for (const auto& [n, t] : kTypes) {
-    if (n == name) return t;
-  }
-  return std::nullopt;
-}
-
 // Parses a decimal integer string strictly (optional '-', digits).
 template <typename T>
 std::optional<T> ParseInteger(std::string_view s) {
@@ -235,11 +212,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
         if (m.kind != Member::Kind::kString) return invalid;
         auto ticks = storage::ParseDateTime(m.text);
         if (!ticks) return invalid;
-        if (*ticks < storage::kMinDateTimeTicks) {
-          return ErrorReply(AzureError::kOutOfRangeInput,
-                            "The '" + m.name + "' parameter of value '" +
-                                storage::FormatDateTimeInvariant(*ticks) + "' is out of range.");
-        }
+        if (auto err = ValidateDateTimeRange(m.name, *ticks)) return err;
         *out = Value::DateTimeTicks(*ticks);
         break;
       }
@@ -259,13 +232,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
       }
     }
   }
-  if (out->type() == EdmType::kString && storage::Utf16Length(out->string()) > kMaxStringUtf16) {
-    return ErrorReply(AzureError::kPropertyValueTooLarge);
-  }
-  if (out->type() == EdmType::kBinary && out->binary().size() > kMaxBinaryBytes) {
-    return ErrorReply(AzureError::kPropertyValueTooLarge);
-  }
-  return std::nullopt;
+  return ValidateValueSize(*out);
 }
 
 bool IsForbiddenKeyChar(unsigned char c) {
@@ -305,6 +272,46 @@ std::string_view JsonContentType(Metadata level) {
     case Metadata::kMinimal: break;
   }
   return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
+}
+
+std::optional<EdmType> ParseEdmTypeName(std::string_view name) {
+  static constexpr std::pair<std::string_view, EdmType> kTypes[] = {
+      {"Edm.String", EdmType::kString},     {"Edm.Boolean", EdmType::kBoolean},
+      {"Edm.Int32", EdmType::kInt32},       {"Edm.Int64", EdmType::kInt64},
+      {"Edm.Double", EdmType::kDouble},     {"Edm.DateTime", EdmType::kDateTime},
+      {"Edm.Guid", EdmType::kGuid},         {"Edm.Binary", EdmType::kBinary},
+  };
+  for (const auto& [n, t] : kTypes) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
+  if (name.empty()) return ErrorReply(AzureError::kPropertyNameInvalid);
+  if (storage::Utf16Length(name) > kMaxPropertyName) return ErrorReply(AzureError::kPropertyNameTooLong);
+  if (!IsNameStart(static_cast<unsigned char>(name[0]))) return ErrorReply(AzureError::kPropertyNameInvalid);
+  for (char c : name) {
+    if (!IsNameChar(static_cast<unsigned char>(c))) return ErrorReply(AzureError::kPropertyNameInvalid);
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ValidateValueSize(const Value& v) {
+  if (v.type() == EdmType::kString && storage::Utf16Length(v.string()) > kMaxStringUtf16) {
+    return ErrorReply(AzureError::kPropertyValueTooLarge);
+  }
+  if (v.type() == EdmType::kBinary && v.binary().size() > kMaxBinaryBytes) {
+    return ErrorReply(AzureError::kPropertyValueTooLarge);
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t ticks) {
+  if (ticks >= storage::kMinDateTimeTicks) return std::nullopt;
+  return ErrorReply(AzureError::kOutOfRangeInput, "The '" + std::string(name) + "' parameter of value '" +
+                                                      storage::FormatDateTimeInvariant(ticks) +
+                                                      "' is out of range.");
 }
 
 std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value) {
@@ -356,7 +363,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
     if (name == "Timestamp") continue;
     std::optional<EdmType> type;
     if (auto it = annotations.find(name); it != annotations.end()) {
-      type = ParseTypeName(members[it->second].text);
+      type = ParseEdmTypeName(members[it->second].text);
       if (!type) return ErrorReply(AzureError::kInvalidInput);
     }
     if (name == "PartitionKey" || name == "RowKey") {

@@ -31,6 +31,19 @@ std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_vie
 // Validates an entity's size and property count after parsing.
 std::optional<ErrorReply> ValidateEntityLimits(const storage::Entity& entity);
 
+// Rules shared with the Atom codec (entity_atom.h), so that both body
+// formats refuse the same input with the same error.
+// The type named by an annotation ("Edm.Int64"), or nullopt for any other
+// name (Edm.Single, Edm.Decimal... are not Table types).
+std::optional<storage::EdmType> ParseEdmTypeName(std::string_view name);
+// PropertyNameInvalid / PropertyNameTooLong unless `name` is an identifier of
+// at most 255 UTF-16 units (errors-limits.md §4.3).
+std::optional<ErrorReply> ValidatePropertyName(std::string_view name);
+// PropertyValueTooLarge iff a string or binary value exceeds its limit.
+std::optional<ErrorReply> ValidateValueSize(const storage::Value& value);
+// OutOfRangeInput naming property `name` iff `ticks` is before 1601.
+std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t ticks);
+
 // Parses {"TableName":"..."} (Create Table body).
 std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* table_name);
 

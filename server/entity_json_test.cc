@@ -169,19 +169,20 @@ TEST_CASE("resource paths") {
 
 TEST_CASE("format negotiation") {
   Metadata m;
-  CHECK_FALSE(NegotiateFormat("", "application/json;odata=nometadata", "2019-02-02", &m));
+  bool atom = false;
+  CHECK_FALSE(NegotiateFormat("", "application/json;odata=nometadata", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kNone);
-  CHECK_FALSE(NegotiateFormat("application/json;odata=fullmetadata", "application/json", "2019-02-02", &m));
+  CHECK_FALSE(NegotiateFormat("application/json;odata=fullmetadata", "application/json", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kFull);
-  CHECK_FALSE(NegotiateFormat("", "application/json; odata=minimalmetadata", "2019-02-02", &m));
+  CHECK_FALSE(NegotiateFormat("", "application/json; odata=minimalmetadata", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kMinimal);
-  CHECK_FALSE(NegotiateFormat("", "application/json", "2019-02-02", &m));
+  CHECK_FALSE(NegotiateFormat("", "application/json", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kMinimal);
-  CHECK(NegotiateFormat("", "application/json;odata=verbose", "2019-02-02", &m)->error ==
+  CHECK(NegotiateFormat("", "application/json;odata=verbose", "2019-02-02", &m, &atom)->error ==
         AzureError::kJsonVerboseFormatNotSupported);
-  CHECK(NegotiateFormat("", "application/atom+xml", "2019-02-02", &m)->error == AzureError::kAtomFormatNotSupported);
-  CHECK(NegotiateFormat("", "", "2019-02-02", &m)->error == AzureError::kAtomFormatNotSupported);
-  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m)->error == AzureError::kJsonFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/atom+xml", "2019-02-02", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "", "2019-02-02", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error == AzureError::kJsonFormatNotSupported);
 }
 
 }  // namespace cerulean::server

@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include "server/entity_atom.h"
 #include "server/oauth.h"
 #include "server/text.h"
 
@@ -79,6 +80,13 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
 HttpResponse JsonResponse(const Request& req, http::status status, std::string body) {
   HttpResponse res{status, req.http.version()};
   res.set(http::field::content_type, JsonContentType(req.format));
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse AtomResponse(const Request& req, http::status status, std::string body) {
+  HttpResponse res{status, req.http.version()};
+  res.set(http::field::content_type, kAtomContentType);
   res.body() = std::move(body);
   return res;
 }

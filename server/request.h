@@ -26,6 +26,10 @@ using HttpResponse = http::response<http::string_body>;
 
 // Newest x-ms-version this server knows; sent when a request names none.
 inline constexpr std::string_view kNewestVersion = "2025-11-05";
+// The first version with JSON payloads, and the first without AtomPub
+// (spec README §3).
+inline constexpr std::string_view kFirstJsonVersion = "2013-08-15";
+inline constexpr std::string_view kFirstAtomlessVersion = "2015-12-11";
 
 class Metrics;
 class Logger;
@@ -117,7 +121,9 @@ struct Request {
   std::string method;       // effective verb (after X-HTTP-Method)
   std::string version;      // effective service version
   Operation op = Operation::kQueryTables;
-  Metadata format = Metadata::kMinimal;
+  Metadata format = Metadata::kMinimal;  // JSON metadata level, unless `atom`
+  bool atom = false;        // answer in AtomPub (versions before 2015-12-11)
+  bool atom_body = false;   // the request body is an Atom entry
   bool xml_errors = false;  // answer errors as XML
   AuthGrant grant;          // what the credentials allow
   std::string peer_address;
@@ -131,5 +137,6 @@ std::string_view Header(const HttpRequest& req, std::string_view name);
 HttpResponse MakeResponse(const Request& req, http::status status);
 HttpResponse ErrorResponse(const Request& req, const ErrorReply& error);
 HttpResponse JsonResponse(const Request& req, http::status status, std::string body);
+HttpResponse AtomResponse(const Request& req, http::status status, std::string body);
 
 }  // namespace cerulean::server

@@ -46,6 +46,20 @@ bool IsVersionString(std::string_view v) {
   return true;
 }
 
+// True iff errors raised before content negotiation (routing, version,
+// authentication) are XML: the request names a version before 2013-08-15,
+// or one before 2015-12-11 and asks for Atom (errors-limits.md §1.2).
+// Requests at current versions return after one comparison.
+bool EarlyXmlErrors(const HttpRequest& http, const QueryParams& query) {
+  std::string_view version = Header(http, "x-ms-version");
+  if (version.empty() || version >= kFirstAtomlessVersion) return false;
+  if (version < kFirstJsonVersion) return true;
+  Metadata level = Metadata::kMinimal;
+  bool atom = false;
+  static_cast<void>(NegotiateFormat(query.Get("$format").value_or(""), Header(http, "Accept"), version, &level, &atom));
+  return atom;
+}
+
 struct Route {
   Operation op;
   bool has_body_format;  // answers with an OData body
@@ -223,6 +237,7 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   req.raw_path = std::string(encoded_path);
 
   if (encoded_path.starts_with("/_")) return HandleAdmin(ctx, req, encoded_path);
+  req.xml_errors = EarlyXmlErrors(http, req.query);
 
   std::string_view host = Header(http, "Host");
   if (host.empty() && http.version() >= 11) return ErrorResponse(req, ErrorReply(AzureError::kHostInformationNotPresent));
@@ -285,25 +300,37 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
                                : std::string_view();
   if (auto err = Authorize(req, req.op, table)) return ErrorResponse(req, *err);
 
-  // Content negotiation.
+  // Content negotiation. Errors are XML for Atom and for versions that
+  // predate JSON (errors-limits.md §1.2).
   std::string_view format_param = req.query.Get("$format").value_or("");
-  if (auto err = NegotiateFormat(format_param, Header(http, "Accept"), req.version, &req.format)) {
+  auto negotiated = NegotiateFormat(format_param, Header(http, "Accept"), req.version, &req.format, &req.atom);
+  req.xml_errors = req.atom || req.version < kFirstJsonVersion;
+  if (negotiated) {
     // Operations without an OData body succeed whatever was asked for.
     if (ReturnsODataBody(req.op)) {
-      req.xml_errors = err->error == AzureError::kAtomFormatNotSupported;
-      return ErrorResponse(req, *err);
+      req.xml_errors |= negotiated->error == AzureError::kAtomFormatNotSupported;
+      return ErrorResponse(req, *negotiated);
     }
     req.format = Metadata::kMinimal;
   }
   std::string_view content_type = Header(http, "Content-Type");
   if (!content_type.empty() && (content_type.find("atom+xml") != std::string_view::npos)) {
-    req.xml_errors = true;
-    return ErrorResponse(req, ErrorReply(AzureError::kAtomFormatNotSupported));
+    if (req.version >= kFirstAtomlessVersion) {
+      req.xml_errors = true;
+      return ErrorResponse(req, ErrorReply(AzureError::kAtomFormatNotSupported));
+    }
+    req.atom_body = true;
   }
-  // OData bodies must say they are JSON (operations.md §0, payload.md §1.2).
+  // OData bodies must say they are JSON, or Atom before 2015-12-11
+  // (operations.md §0, payload.md §1.2).
   if (HasODataBody(req.op)) {
     std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
-    if (!IEquals(media, "application/json")) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
+    if (!IEquals(media, req.atom_body ? "application/atom+xml" : "application/json")) {
+      return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
+    }
+    if (!req.atom_body && req.version < kFirstJsonVersion) {
+      return ErrorResponse(req, ErrorReply(AzureError::kJsonFormatNotSupported));
+    }
   }
   return Dispatch(ctx, req);
 }
@@ -371,15 +398,17 @@ std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* ou
 }
 
 std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::string_view accept,
-                                          std::string_view version, Metadata* out) {
+                                          std::string_view version, Metadata* out, bool* atom) {
   *out = Metadata::kMinimal;
-  std::string_view value = format_param.empty() ? accept : format_param;
-  if (value.empty()) {
-    // No Accept means Atom, which this server does not speak; versions that
-    // predate the Atom removal get JSON rather than a refusal.
-    if (version >= "2015-12-11") return ErrorReply(AzureError::kAtomFormatNotSupported);
+  *atom = false;
+  auto choose_atom = [&]() -> std::optional<ErrorReply> {
+    if (version >= kFirstAtomlessVersion) return ErrorReply(AzureError::kAtomFormatNotSupported);
+    *atom = true;
     return std::nullopt;
-  }
+  };
+  std::string_view value = format_param.empty() ? accept : format_param;
+  // No Accept means Atom, the documented default (payload.md §1.1).
+  if (value.empty()) return choose_atom();
   // The first recognized media range decides.
   size_t start = 0;
   while (start <= value.size()) {
@@ -405,13 +434,17 @@ std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::st
       else if (odata == "nometadata") *out = Metadata::kNone;
       else if (odata == "fullmetadata") *out = Metadata::kFull;
       else continue;
-      if (version < "2013-08-15") return ErrorReply(AzureError::kJsonFormatNotSupported);
+      if (version < kFirstJsonVersion) return ErrorReply(AzureError::kJsonFormatNotSupported);
       return std::nullopt;
     }
     if (IEquals(type, "application/atom+xml") || IEquals(type, "application/xml") || IEquals(type, "atom")) {
-      return ErrorReply(AzureError::kAtomFormatNotSupported);
+      return choose_atom();
     }
-    if (type == "*/*" || IEquals(type, "application/*")) return std::nullopt;
+    // Any type: the service's default while it had Atom, JSON after.
+    if (type == "*/*" || IEquals(type, "application/*")) {
+      if (version < kFirstAtomlessVersion) *atom = true;
+      return std::nullopt;
+    }
   }
   return ErrorReply(AzureError::kMediaTypeNotSupported);
 }

@@ -17,8 +17,10 @@ HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http, const st
 // e.g. "/orders(PartitionKey='a',RowKey='b')". Exposed for tests.
 std::optional<ErrorReply> ParseResourcePath(std::string_view decoded, ResourcePath* out);
 
-// Resolves the response format from $format / Accept. Exposed for tests.
+// Resolves the response format from $format / Accept at service version
+// `version` (payload.md §1.1): sets *atom iff the answer is AtomPub, else *out
+// to the JSON metadata level. Exposed for tests and batches.
 std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::string_view accept,
-                                          std::string_view version, Metadata* out);
+                                          std::string_view version, Metadata* out, bool* atom);
 
 }  // namespace cerulean::server

@@ -95,6 +95,73 @@ void AppendXmlEscaped(std::string* out, std::string_view s) {
   }
 }
 
+namespace {
+// Length of the well-formed UTF-8 sequence at s[i] (no overlong forms, no
+// surrogates) that is an XML 1.0 Char, or 0.
+size_t XmlCharLen(std::string_view s, size_t i) {
+  size_t n = Utf8SeqLen(s, i);
+  if (n < 3) return n;
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  if (n == 3) {
+    if (b(0) == 0xE0 && b(1) < 0xA0) return 0;                    // overlong
+    if (b(0) == 0xED && b(1) >= 0xA0) return 0;                   // surrogate
+    if (b(0) == 0xEF && b(1) == 0xBF && b(2) >= 0xBE) return 0;  // U+FFFE, U+FFFF
+    return 3;
+  }
+  if (b(0) == 0xF0 && b(1) < 0x90) return 0;  // overlong
+  if (b(0) == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+  return 4;
+}
+}  // namespace
+
+void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
+  for (size_t i = 0; i < s.size();) {
+    size_t run = i;
+    while (run < s.size()) {
+      unsigned char r = static_cast<unsigned char>(s[run]);
+      if (r < 0x20 || r >= 0x80 || r == '&' || r == '<' || r == '>' || r == '"') break;
+      ++run;
+    }
+    if (run > i) {
+      out->append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t n = XmlCharLen(s, i);
+      if (n == 0) {
+        *out += "\xEF\xBF\xBD";
+        ++i;
+      } else {
+        out->append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '&': *out += "&amp;"; break;
+      case '<': *out += "&lt;"; break;
+      case '>': *out += "&gt;"; break;
+      case '"':
+        if (attribute) *out += "&quot;";
+        else out->push_back('"');
+        break;
+      case '\r': *out += "&#xD;"; break;
+      case '\n':
+        if (attribute) *out += "&#xA;";
+        else out->push_back('\n');
+        break;
+      case '\t':
+        if (attribute) *out += "&#x9;";
+        else out->push_back('\t');
+        break;
+      default: *out += "\xEF\xBF\xBD";  // a C0 control XML 1.0 cannot carry
+    }
+    ++i;
+  }
+}
+
 std::string Base64Encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),

@@ -14,6 +14,13 @@ namespace cerulean::server {
 // written as U+FFFD.
 void AppendJsonString(std::string* out, std::string_view s);
 void AppendXmlEscaped(std::string* out, std::string_view s);
+// Appends `s` as XML 1.0 character data, or as an attribute value to be
+// enclosed in double quotes iff `attribute`: escapes '&', '<', '>' (and '"'
+// in attributes), writes CR (and TAB, LF in attributes) as character
+// references so that XML line-end and attribute normalization keep them, and
+// replaces what XML 1.0 cannot carry (other C0 controls, U+FFFE, U+FFFF,
+// invalid UTF-8) with U+FFFD.
+void AppendXmlText(std::string* out, std::string_view s, bool attribute = false);
 
 std::string Base64Encode(std::string_view bytes);
 // Strict RFC 4648 base64; missing padding accepted; nullopt on any character

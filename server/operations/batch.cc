@@ -5,6 +5,7 @@
 #include <boost/url/url_view.hpp>
 
 #include "server/batch_multipart.h"
+#include "server/entity_atom.h"
 #include "server/operations/operations.h"
 #include "server/router.h"
 #include "server/text.h"
@@ -21,6 +22,7 @@ struct BatchOp {
   ResourcePath path;
   std::string base;  // base URL of the inner request, for Location
   Metadata format = Metadata::kMinimal;
+  bool atom = false;  // answer in Atom (format unused)
   bool json_errors = true;
   std::string prefer;
   storage::WriteOp write;
@@ -94,6 +96,15 @@ BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const Batch
   return sub;
 }
 
+// The body of a sub-response carrying `entity`, in the operation's format.
+void AppendEntityBody(std::string* out, const storage::Entity& entity, const Request& req, const BatchOp& op) {
+  if (op.atom) {
+    AppendEntityAtom(out, entity, MakeAtomContext(op.base, req.account, op.path.table), true, nullptr);
+  } else {
+    AppendEntityJson(out, entity, JsonContext{op.base, req.account, op.path.table, op.format}, true, nullptr);
+  }
+}
+
 HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubResponse>& subs, bool changeset) {
   HttpResponse res = MakeResponse(req, http::status::accepted);
   std::string content_type;
@@ -105,13 +116,12 @@ HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubRes
 // The read-only batch: one GET of one entity.
 HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const BatchPart& part) {
   BatchOp op;
-  Metadata format = Metadata::kMinimal;
-  bool json = true;
-  if (auto accept = part.Header("Accept")) {
-    json = NegotiateFormat("", *accept, req.version, &format) == std::nullopt;
+  // No Accept: JSON, except before 2015-12-11 where Atom is the default.
+  auto accept = part.Header("Accept");
+  if (accept || req.version < kFirstAtomlessVersion) {
+    bool ok = NegotiateFormat("", accept.value_or(""), req.version, &op.format, &op.atom) == std::nullopt;
+    op.json_errors = ok && !op.atom;
   }
-  op.format = format;
-  op.json_errors = json;
   if (auto err = ResolveInnerUrl(req, part.url, &op.base, &op.path); err || op.path.kind != ResourceKind::kEntity) {
     return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
   }
@@ -131,10 +141,9 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   sub.content_id = part.content_id;
   sub.headers = CommonSubHeaders();
   sub.headers.emplace_back("DataServiceVersion", "3.0;");
-  sub.headers.emplace_back("Content-Type", std::string(JsonContentType(format)));
+  sub.headers.emplace_back("Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
   sub.headers.emplace_back("ETag", ETagFor(entity->timestamp));
-  JsonContext jc{op.base, req.account, op.path.table, format};
-  AppendEntityJson(&sub.body, *entity, jc, true, nullptr);
+  AppendEntityBody(&sub.body, *entity, req, op);
   subs.push_back(std::move(sub));
   return MultipartResponse(req, subs, false);
 }
@@ -142,9 +151,12 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
 // Parses change set part `i` into `op`.
 std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part, BatchOp* op) {
   if (auto accept = part.Header("Accept")) {
-    op->json_errors = NegotiateFormat("", *accept, req.version, &op->format) == std::nullopt;
+    bool ok = NegotiateFormat("", *accept, req.version, &op->format, &op->atom) == std::nullopt;
+    op->json_errors = ok && !op->atom;
   } else {
+    // No Accept: XML errors; Atom bodies where the version still has them.
     op->json_errors = false;
+    op->atom = req.version < kFirstAtomlessVersion;
   }
   op->prefer = std::string(part.Header("Prefer").value_or(""));
   if (auto err = ResolveInnerUrl(req, part.url, &op->base, &op->path)) return err;
@@ -169,7 +181,11 @@ std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart
   } else {
     return ErrorReply(AzureError::kInvalidInput);
   }
-  return BuildWriteOp(op->op, p, if_match, part.body, &op->write);
+  // Atom bodies before 2015-12-11; later versions parse every body as JSON.
+  auto content_type = part.Header("Content-Type");
+  bool atom_body = req.version < kFirstAtomlessVersion && content_type &&
+                   content_type->find("atom+xml") != std::string_view::npos;
+  return BuildWriteOp(op->op, p, if_match, part.body, atom_body, &op->write);
 }
 
 }  // namespace
@@ -268,15 +284,17 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
         sub.headers.emplace_back("Preference-Applied", op.prefer);
       }
       sub.headers.emplace_back("DataServiceVersion", "3.0;");
-      if (!no_content) sub.headers.emplace_back("Content-Type", std::string(JsonContentType(op.format)));
+      if (!no_content) {
+        sub.headers.emplace_back("Content-Type",
+                                 std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+      }
       sub.headers.emplace_back("Location", location);
       sub.headers.emplace_back("DataServiceId", location);
       sub.headers.emplace_back("ETag", ETagFor(ts));
       if (!no_content) {
         storage::Entity stored = e;
         stored.timestamp = ts;
-        JsonContext jc{op.base, req.account, op.path.table, op.format};
-        AppendEntityJson(&sub.body, stored, jc, true, nullptr);
+        AppendEntityBody(&sub.body, stored, req, op);
       }
     } else {
       sub.status = 204;

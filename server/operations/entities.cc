@@ -1,6 +1,7 @@
 // Entity operations: Query Entities, Get Entity, Insert, Update, Merge,
 // Delete and the upserts.
 #include "odata/query.h"
+#include "server/entity_atom.h"
 #include "server/logger.h"
 #include "server/operations/operations.h"
 #include "server/query_options.h"
@@ -50,6 +51,52 @@ JsonContext EntityJsonContext(const Request& req) {
   return JsonContext{req.base, req.account, req.path.table, req.format};
 }
 
+// A single entity: JSON at the negotiated metadata level, or an Atom entry.
+HttpResponse EntityResponse(const Request& req, http::status status, const storage::Entity& entity,
+                            const std::vector<std::string>* select) {
+  std::string body;
+  if (req.atom) {
+    AppendEntityAtom(&body, entity, MakeAtomContext(req.base, req.account, req.path.table), true, select);
+    return AtomResponse(req, status, std::move(body));
+  }
+  body.reserve(768);
+  AppendEntityJson(&body, entity, EntityJsonContext(req), true, select);
+  return JsonResponse(req, status, std::move(body));
+}
+
+// The body of a Query Entities page in JSON.
+std::string EntityFeedJson(const Request& req, const std::vector<storage::Entity>& entities,
+                           const std::vector<std::string>* select) {
+  JsonContext jc = EntityJsonContext(req);
+  std::string body;
+  body.reserve(256 + entities.size() * 512);
+  body += '{';
+  if (req.format != Metadata::kNone) {
+    body += "\"odata.metadata\":";
+    AppendJsonString(&body, req.base + "/$metadata#" + req.path.table);
+    body += ',';
+  }
+  body += "\"value\":[";
+  for (size_t i = 0; i < entities.size(); ++i) {
+    if (i) body += ',';
+    AppendEntityJson(&body, entities[i], jc, false, select);
+  }
+  body += "]}";
+  return body;
+}
+
+// The body of a Query Entities page as an Atom feed (payload.md §6.4).
+std::string EntityFeedAtom(const Request& req, const std::vector<storage::Entity>& entities,
+                           const std::vector<std::string>* select) {
+  AtomContext ac = MakeAtomContext(req.base, req.account, req.path.table);
+  std::string body;
+  body.reserve(1024 + entities.size() * 1024);
+  AppendAtomFeedStart(&body, ac, entities.empty());
+  for (const auto& e : entities) AppendEntityAtom(&body, e, ac, false, select);
+  AppendAtomFeedEnd(&body);
+  return body;
+}
+
 // A body error is reported only if the table exists (operations.md §0.1:
 // table existence is checked before the body).
 HttpResponse BodyError(const ServerContext& ctx, const Request& req, const ErrorReply& err) {
@@ -72,7 +119,7 @@ std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
 
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
                                        std::optional<std::string_view> if_match, std::string_view body,
-                                       storage::WriteOp* out) {
+                                       bool atom_body, storage::WriteOp* out) {
   using storage::WriteKind;
   switch (op) {
     case Operation::kInsertEntity: out->kind = WriteKind::kInsert; break;
@@ -92,7 +139,10 @@ std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
     if (auto err = ParseIfMatch(*if_match, &out->if_match)) return err;
   }
   if (op != Operation::kDeleteEntity) {
-    if (auto err = ParseEntityBody(body, op == Operation::kInsertEntity, &out->entity)) return err;
+    bool keys_from_body = op == Operation::kInsertEntity;
+    auto err = atom_body ? ParseAtomEntityBody(body, keys_from_body, &out->entity)
+                         : ParseEntityBody(body, keys_from_body, &out->entity);
+    if (err) return err;
   }
   if (op != Operation::kInsertEntity) {
     out->entity.partition_key = path.partition_key;
@@ -127,23 +177,9 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
   storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
   if (!s.ok()) return ErrorResponse(req, FromStatus(s));
 
-  JsonContext jc = EntityJsonContext(req);
   const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
-  std::string body;
-  body.reserve(256 + result.entities.size() * 512);
-  body += '{';
-  if (req.format != Metadata::kNone) {
-    body += "\"odata.metadata\":";
-    AppendJsonString(&body, req.base + "/$metadata#" + req.path.table);
-    body += ',';
-  }
-  body += "\"value\":[";
-  for (size_t i = 0; i < result.entities.size(); ++i) {
-    if (i) body += ',';
-    AppendEntityJson(&body, result.entities[i], jc, false, select);
-  }
-  body += "]}";
-  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  HttpResponse res = req.atom ? AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select))
+                              : JsonResponse(req, http::status::ok, EntityFeedJson(req, result.entities, select));
   if (result.next) {
     res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(result.next->partition_key));
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(result.next->row_key));
@@ -159,10 +195,7 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   }
   auto entity = ctx.store->GetEntity(req.account, req.path.table, req.path.partition_key, req.path.row_key);
   if (!entity.ok()) return ErrorResponse(req, FromStatus(entity.status()));
-  std::string body;
-  body.reserve(768);
-  AppendEntityJson(&body, *entity, EntityJsonContext(req), true, opts.select ? &*opts.select : nullptr);
-  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  HttpResponse res = EntityResponse(req, http::status::ok, *entity, opts.select ? &*opts.select : nullptr);
   res.set(http::field::etag, ETagFor(entity->timestamp));
   return res;
 }
@@ -182,7 +215,9 @@ HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
   }
 
   storage::WriteOp op;
-  if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), &op)) return BodyError(ctx, req, *err);
+  if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), req.atom_body, &op)) {
+    return BodyError(ctx, req, *err);
+  }
   if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
   }
@@ -213,9 +248,7 @@ HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
   }
   storage::Entity stored = entity;
   stored.timestamp = ts;
-  std::string body;
-  AppendEntityJson(&body, stored, EntityJsonContext(req), true, nullptr);
-  HttpResponse res = JsonResponse(req, http::status::created, std::move(body));
+  HttpResponse res = EntityResponse(req, http::status::created, stored, nullptr);
   res.set(http::field::etag, ETagFor(ts));
   res.set(http::field::location, location);
   if (prefer == "return-content") res.set("Preference-Applied", "return-content");

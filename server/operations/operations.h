@@ -33,11 +33,12 @@ HttpResponse GetServiceStats(const ServerContext& ctx, Request& req);
 std::optional<ErrorReply> ValidateTableName(std::string_view name);
 
 // Builds the storage write of an entity operation from its parts (shared by
-// single requests and batches). `body` is ignored for deletes.
-// `if_match` is nullopt when the header is absent.
+// single requests and batches). `body` is ignored for deletes; it is an Atom
+// entry iff `atom_body`, else JSON. `if_match` is nullopt when the header is
+// absent.
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
                                        std::optional<std::string_view> if_match, std::string_view body,
-                                       storage::WriteOp* out);
+                                       bool atom_body, storage::WriteOp* out);
 
 // Validates URL keys (operations.md §4.1).
 std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path);

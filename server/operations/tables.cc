@@ -1,5 +1,6 @@
 // Table operations: Query Tables, Get Table, Create Table, Delete Table, and
 // the table ACL.
+#include "server/entity_atom.h"
 #include "server/operations/operations.h"
 #include "server/query_options.h"
 #include "server/text.h"
@@ -14,6 +15,46 @@ JsonContext TableJsonContext(const Request& req) {
 
 HttpResponse StatusError(const Request& req, const storage::Status& s) {
   return ErrorResponse(req, FromStatus(s));
+}
+
+// One table as a response body: JSON at the negotiated level, or an Atom
+// entry (payload.md §6.5).
+HttpResponse TableResponse(const Request& req, http::status status, std::string_view name) {
+  std::string body;
+  if (req.atom) {
+    AppendTableAtom(&body, name, MakeAtomContext(req.base, req.account, "Tables"), true);
+    return AtomResponse(req, status, std::move(body));
+  }
+  AppendTableJson(&body, name, TableJsonContext(req), true);
+  return JsonResponse(req, status, std::move(body));
+}
+
+// A Query Tables page in JSON.
+std::string TableFeedJson(const Request& req, const std::vector<std::string>& names) {
+  JsonContext jc = TableJsonContext(req);
+  std::string body = "{";
+  if (req.format != Metadata::kNone) {
+    body += "\"odata.metadata\":";
+    AppendJsonString(&body, req.base + "/$metadata#Tables");
+    body += ',';
+  }
+  body += "\"value\":[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) body += ',';
+    AppendTableJson(&body, names[i], jc, false);
+  }
+  body += "]}";
+  return body;
+}
+
+// A Query Tables page as an Atom feed.
+std::string TableFeedAtom(const Request& req, const std::vector<std::string>& names) {
+  AtomContext ac = MakeAtomContext(req.base, req.account, "Tables");
+  std::string body;
+  AppendAtomFeedStart(&body, ac, names.empty());
+  for (const auto& name : names) AppendTableAtom(&body, name, ac, false);
+  AppendAtomFeedEnd(&body);
+  return body;
 }
 
 }  // namespace
@@ -57,20 +98,8 @@ HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
         return true;
       });
   if (!s.ok()) return StatusError(req, s);
-  JsonContext jc = TableJsonContext(req);
-  std::string body = "{";
-  if (req.format != Metadata::kNone) {
-    body += "\"odata.metadata\":";
-    AppendJsonString(&body, req.base + "/$metadata#Tables");
-    body += ',';
-  }
-  body += "\"value\":[";
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i) body += ',';
-    AppendTableJson(&body, names[i], jc, false);
-  }
-  body += "]}";
-  HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+  HttpResponse res = req.atom ? AtomResponse(req, http::status::ok, TableFeedAtom(req, names))
+                              : JsonResponse(req, http::status::ok, TableFeedJson(req, names));
   if (next) res.set("x-ms-continuation-NextTableName", EncodeContinuation(*next));
   return res;
 }
@@ -83,14 +112,13 @@ HttpResponse GetTable(const ServerContext& ctx, Request& req) {
     }
     return StatusError(req, name.status());
   }
-  std::string body;
-  AppendTableJson(&body, *name, TableJsonContext(req), true);
-  return JsonResponse(req, http::status::ok, std::move(body));
+  return TableResponse(req, http::status::ok, *name);
 }
 
 HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
   std::string name;
-  if (auto err = ParseTableBody(req.http.body(), &name)) return ErrorResponse(req, *err);
+  auto err = req.atom_body ? ParseAtomTableBody(req.http.body(), &name) : ParseTableBody(req.http.body(), &name);
+  if (err) return ErrorResponse(req, *err);
   if (auto err = ValidateTableName(name)) return ErrorResponse(req, *err);
   storage::Status s = ctx.store->CreateTable(req.account, name);
   if (!s.ok()) return StatusError(req, s);
@@ -103,9 +131,7 @@ HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
     res.set("Preference-Applied", "return-no-content");
     return res;
   }
-  std::string body;
-  AppendTableJson(&body, name, TableJsonContext(req), true);
-  HttpResponse res = JsonResponse(req, http::status::created, std::move(body));
+  HttpResponse res = TableResponse(req, http::status::created, name);
   res.set(http::field::location, location);
   if (prefer == "return-content") res.set("Preference-Applied", "return-content");
   return res;

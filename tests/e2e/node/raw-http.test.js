@@ -1693,4 +1693,90 @@ describe('AtomPub (x-ms-version before 2015-12-11, payload.md §6)', () => {
     assert.match(res.body, /<code>ResourceNotFound<\/code>/);
     assert.equal(res.headers['x-ms-error-code'], 'ResourceNotFound');
   });
+
+  // An Atom entry whose m:properties are `props` (payload.md §6.2), written
+  // with other prefixes than the service's: clients may, servers read by URI.
+  function atomEntry(props) {
+    return '<?xml version="1.0" encoding="utf-8"?><a:entry xmlns:a="http://www.w3.org/2005/Atom" ' +
+      'xmlns:ds="http://schemas.microsoft.com/ado/2007/08/dataservices" ' +
+      'xmlns:md="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><a:title /><a:id />' +
+      `<a:content type="application/xml"><md:properties>${props}</md:properties></a:content></a:entry>`;
+  }
+  const OLD = { 'x-ms-version': '2013-08-15', Accept: ATOM };
+
+  test('Create Table with an Atom body -> 201 Atom entry; Query Tables answers an Atom feed', async () => {
+    const name = uniqueTableName('atomtbl');
+    const res = await call({ method: 'POST', path: '/Tables', body: atomEntry(`<ds:TableName>${name}</ds:TableName>`), headers: { ...OLD, 'Content-Type': 'application/atom+xml;charset="utf-8"' } });
+    assert.equal(res.status, 201, res.body.slice(0, 300));
+    assert.match(res.headers['content-type'] || '', /^application\/atom\+xml/);
+    assert.equal(res.headers.location, `${server.endpoint}/Tables('${name}')`);
+    assert.match(res.body, new RegExp(`<d:TableName>${name}</d:TableName>`));
+    assert.match(res.body, new RegExp(`<category term="${server.account}\\.Tables"`));
+    const list = await call({ path: `/Tables?$filter=${encodeURIComponent(`TableName eq '${name}'`)}`, headers: OLD });
+    assert.equal(list.status, 200, list.body.slice(0, 300));
+    assert.match(list.body, /<feed[^>]*xml:base="[^"]+\/"/);
+    assert.match(list.body, /<title type="text">Tables<\/title>/);
+    assert.equal((list.body.match(/<entry>/g) || []).length, 1, list.body);
+  });
+
+  test('Query Entities in Atom pages with the JSON continuation headers', async () => {
+    for (const rk of ['1', '2']) assert.equal((await insert(table, { PartitionKey: 'page', RowKey: rk })).status, 201);
+    const res = await call({ path: `/${table}()?$filter=${encodeURIComponent("PartitionKey eq 'page'")}&$top=1`, headers: OLD });
+    assert.equal(res.status, 200, res.body.slice(0, 300));
+    assert.equal((res.body.match(/<entry /g) || []).length, 1, res.body);
+    assert.ok(res.headers['x-ms-continuation-nextpartitionkey'], 'continuation expected');
+    assert.ok(res.headers['x-ms-continuation-nextrowkey'], 'continuation expected');
+  });
+
+  test('Merge and Insert Or Replace with Atom bodies; the ETag header as for JSON', async () => {
+    assert.equal((await insert(table, { PartitionKey: 'm', RowKey: 'r', A: 1 })).status, 201);
+    const merge = await call({ method: 'MERGE', path: keyPath(table, 'm', 'r'), body: atomEntry('<ds:B md:type="Edm.Int64">7</ds:B>'), headers: { ...OLD, 'Content-Type': 'application/atom+xml', 'If-Match': '*' } });
+    assert.equal(merge.status, 204, merge.body);
+    assertEtag(merge.headers.etag);
+    const got = await getEntity(table, 'm', 'r');
+    assert.equal(got.json.A, 1);
+    assert.equal(got.json.B, '7');
+    const put = await call({ method: 'PUT', path: keyPath(table, 'm', 'u'), body: atomEntry('<ds:C md:type="Edm.Boolean">true</ds:C>'), headers: { ...OLD, 'Content-Type': 'application/atom+xml' } });
+    assert.equal(put.status, 204, put.body);
+    assert.equal((await getEntity(table, 'm', 'u')).json.C, true);
+  });
+
+  test('an invalid Atom body -> the JSON codec\'s error, as an XML error body', async () => {
+    const res = await call({ method: 'POST', path: `/${table}`, body: atomEntry('<ds:PartitionKey>p</ds:PartitionKey><ds:RowKey>bad</ds:RowKey><ds:N md:type="Edm.Int32">x</ds:N>'), headers: { ...OLD, 'Content-Type': 'application/atom+xml' } });
+    assert.equal(res.status, 400, res.body);
+    assert.equal(res.headers['x-ms-error-code'], 'InvalidInput');
+    assert.match(res.headers['content-type'] || '', /^application\/xml/);
+    assert.match(res.body, /<code>InvalidInput<\/code>/);
+    const malformed = await call({ method: 'POST', path: `/${table}`, body: '<entry', headers: { ...OLD, 'Content-Type': 'application/atom+xml' } });
+    assert.equal(malformed.status, 400, malformed.body);
+    assert.equal(malformed.headers['x-ms-error-code'], 'InvalidInput');
+  });
+
+  test('JSON is still served at 2013-08-15 when asked for', async () => {
+    const res = await call({ path: keyPath(table, 'p', 'r'), headers: { 'x-ms-version': '2013-08-15', Accept: MINIMAL } });
+    assert.equal(res.status, 200, res.body);
+    assert.equal(res.json.S, 'a&b<c>');
+  });
+
+  test('an Atom body at 2015-12-11 or later -> 415 AtomFormatNotSupported', async () => {
+    const res = await call({ method: 'POST', path: `/${table}`, body: atomEntry('<ds:PartitionKey>p</ds:PartitionKey><ds:RowKey>late</ds:RowKey>'), headers: { 'x-ms-version': '2015-12-11', 'Content-Type': 'application/atom+xml' } });
+    assert.equal(res.status, 415, res.body);
+    assert.equal(res.headers['x-ms-error-code'], 'AtomFormatNotSupported');
+    assert.match(res.body, /<code>AtomFormatNotSupported<\/code>/);
+  });
+
+  test('$batch at 2013-08-15: an Atom insert part without Accept -> 201 with an Atom entry (payload.md §6.7)', async () => {
+    const b = `batch_${crypto.randomUUID()}`;
+    const cs = `changeset_${crypto.randomUUID()}`;
+    const body = [`--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, '', `--${cs}`, 'Content-Type: application/http',
+      'Content-Transfer-Encoding: binary', '', `POST ${server.endpoint}/${table} HTTP/1.1`, 'Content-ID: 1', 'DataServiceVersion: 1.0;NetFx',
+      'Content-Type: application/atom+xml', '', atomEntry('<ds:PartitionKey>batch</ds:PartitionKey><ds:RowKey>1</ds:RowKey><ds:Q md:type="Edm.Int32">4</ds:Q>'),
+      `--${cs}--`, `--${b}--`, ''].join('\r\n');
+    const res = await call({ method: 'POST', path: '/$batch', body, headers: { 'x-ms-version': '2013-08-15', 'Content-Type': `multipart/mixed; boundary=${b}` } });
+    assert.equal(res.status, 202, res.body);
+    assert.match(res.body, /HTTP\/1\.1 201 Created\r\n/);
+    assert.match(res.body, /Content-Type: application\/atom\+xml;charset=utf-8\r\n/);
+    assert.match(res.body, /<d:Q m:type="Edm.Int32">4<\/d:Q>/);
+    assert.equal((await getEntity(table, 'batch', '1')).json.Q, 4);
+  });
 });
