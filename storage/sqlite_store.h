@@ -34,8 +34,9 @@ struct SqliteStoreOptions {
   // Reader connections of a file store (at least 1). Unused in memory.
   size_t reader_pool_size = 8;
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
-  // with pread. Unused in memory.
-  int64_t reader_mmap_bytes = int64_t{1} << 30;
+  // with pread. Off by default: mapped pages count in the process's resident
+  // memory, which then grows with the data. Unused in memory.
+  int64_t reader_mmap_bytes = 0;
   // How long a connection waits on a lock held by another connection before
   // giving up with kBusy.
   std::chrono::milliseconds busy_timeout{5000};
