@@ -1,7 +1,6 @@
 #include "server/auth.h"
 
 #include <array>
-
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
@@ -153,8 +152,9 @@ std::string ReencodePath(std::string_view raw) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : *decoded) {
-    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                std::string_view("-._~!$&'()*+,;=:@/").find(static_cast<char>(c)) != std::string_view::npos;
+    bool keep =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        std::string_view("-._~!$&'()*+,;=:@/").find(static_cast<char>(c)) != std::string_view::npos;
     if (keep) {
       out += static_cast<char>(c);
     } else {
@@ -173,25 +173,29 @@ std::optional<ErrorReply> AuthFailed(std::string detail = {}) {
 }
 
 std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const Request& req,
-                                                std::string_view scheme, std::string_view credential) {
+                                                std::string_view scheme,
+                                                std::string_view credential) {
   size_t colon = credential.rfind(':');
   if (colon == std::string_view::npos) return AuthFailed();
   std::string_view name = credential.substr(0, colon);
   std::string_view sig = credential.substr(colon + 1);
-  if (name != req.account) return AuthFailed("The account in the Authorization header does not match the request.");
+  if (name != req.account)
+    return AuthFailed("The account in the Authorization header does not match the request.");
   const Account* account = ctx.accounts.Find(req.account);
   if (account == nullptr) return AuthFailed();
 
   std::string_view date = Header(req.http, "x-ms-date");
   if (date.empty()) date = Header(req.http, "Date");
   auto when = ParseHttpDate(date);
-  if (!when) return AuthFailed("The Date header in the request is missing or not a valid RFC 1123 date.");
+  if (!when)
+    return AuthFailed("The Date header in the request is missing or not a valid RFC 1123 date.");
   if (!ctx.options.loose) {
     int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
     if (*when < now - kMaxClockSkewSeconds || *when > now + kMaxClockSkewSeconds) {
-      return AuthFailed("Request date header too old or too far in the future: '" + std::string(date) + "'.");
+      return AuthFailed("Request date header too old or too far in the future: '" +
+                        std::string(date) + "'.");
     }
   }
 
@@ -201,9 +205,10 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
   std::string first_sts;
   auto matches = [&](const std::string& path) {
     std::string resource = "/" + req.account + path + comp;
-    std::string sts = lite ? SharedKeyLiteStringToSign(date, resource)
-                           : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
-                                                   Header(req.http, "Content-Type"), date, resource);
+    std::string sts =
+        lite ? SharedKeyLiteStringToSign(date, resource)
+             : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
+                                     Header(req.http, "Content-Type"), date, resource);
     if (first_sts.empty()) first_sts = sts;
     return MatchesAnyKey(*account, sts, sig);
   };
@@ -221,9 +226,10 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
   for (const auto& path : paths) {
     if (path != req.raw_path && matches(path)) return std::nullopt;
   }
-  return AuthFailed("The MAC signature found in the HTTP request '" + std::string(sig) +
-                    "' is not the same as any computed signature. Server used following string to sign: '" +
-                    first_sts + "'.");
+  return AuthFailed(
+      "The MAC signature found in the HTTP request '" + std::string(sig) +
+      "' is not the same as any computed signature. Server used following string to sign: '" +
+      first_sts + "'.");
 }
 
 // Parses a SAS time: "2024-11-05", "2024-11-05T10:00Z", "...:00.0000000Z".
@@ -265,7 +271,9 @@ std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request
   if (se.empty()) return AuthFailed("Signed expiry time is missing.");
   auto expiry = ParseSasTime(se);
   if (!expiry) return AuthFailed("Signed expiry time is not valid.");
-  if (now >= *expiry) return AuthFailed("Signed expiry time [" + se + "] must be after signed start time and current time.");
+  if (now >= *expiry)
+    return AuthFailed("Signed expiry time [" + se +
+                      "] must be after signed start time and current time.");
   if (!st.empty()) {
     auto start = ParseSasTime(st);
     if (!start) return AuthFailed("Signed start time is not valid.");
@@ -273,7 +281,8 @@ std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request
   }
   if (!spr.empty()) {
     if (spr != "https" && spr != "https,http" && spr != "http,https") return AuthFailed();
-    if (spr == "https" && !ctx.options.https) return ErrorReply(AzureError::kAuthorizationProtocolMismatch);
+    if (spr == "https" && !ctx.options.https)
+      return ErrorReply(AzureError::kAuthorizationProtocolMismatch);
   }
   if (!sip.empty()) {
     auto peer = ParseIpv4(req.peer_address);
@@ -282,9 +291,10 @@ std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request
     auto hi = dash == std::string::npos ? lo : ParseIpv4(std::string_view(sip).substr(dash + 1));
     if (!lo || !hi) return AuthFailed("The sip field is not valid.");
     if (!peer || *peer < *lo || *peer > *hi) {
-      return ErrorReply(AzureError::kAuthorizationSourceIPMismatch,
-                        "This request is not authorized to perform this operation using this source IP " +
-                            req.peer_address + ".");
+      return ErrorReply(
+          AzureError::kAuthorizationSourceIPMismatch,
+          "This request is not authorized to perform this operation using this source IP " +
+              req.peer_address + ".");
     }
   }
   return std::nullopt;
@@ -313,7 +323,8 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
       return AuthFailed("Signature did not match. String to sign used was " + sts);
     }
     if (auto err = CheckSasCommon(ctx, *req, st, se, spr, sip)) return err;
-    if (ss.find('t') == std::string::npos) return ErrorReply(AzureError::kAuthorizationServiceMismatch);
+    if (ss.find('t') == std::string::npos)
+      return ErrorReply(AzureError::kAuthorizationServiceMismatch);
     g.kind = AuthGrant::Kind::kAccountSas;
     g.permissions = sp;
     g.resource_types = srt;
@@ -350,7 +361,8 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
       *field = from_policy;
       return true;
     };
-    if (!merge(&st, policy->start) || !merge(&se, policy->expiry) || !merge(&sp, policy->permission)) {
+    if (!merge(&st, policy->start) || !merge(&se, policy->expiry) ||
+        !merge(&sp, policy->permission)) {
       return AuthFailed("A field is specified both in the SAS and in the stored access policy.");
     }
   }
@@ -367,14 +379,19 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
 }
 
 // OAuth (--oauth basic, HTTPS only): see server/oauth.h.
-std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req, std::string_view token) {
-  if (!ctx.options.https) return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
-  if (!ctx.options.oauth) return AuthFailed("Bearer tokens are not enabled on this server (start it with --oauth basic).");
+std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req,
+                                             std::string_view token) {
+  if (!ctx.options.https)
+    return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
+  if (!ctx.options.oauth)
+    return AuthFailed(
+        "Bearer tokens are not enabled on this server (start it with --oauth basic).");
   if (!req->version.empty() && req->version < "2017-11-09") {
     return AuthFailed("Authentication scheme Bearer is not supported in this version.");
   }
-  int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
   if (auto err = CheckBearerToken(token, req->account, now)) return err;
   req->grant.kind = AuthGrant::Kind::kBearer;
   return std::nullopt;
@@ -434,15 +451,20 @@ std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::strin
     }
     switch (op) {
       case Operation::kQueryEntities:
-      case Operation::kGetEntity: return Has(sp, 'r') ? std::nullopt : std::optional(perm);
-      case Operation::kInsertEntity: return Has(sp, 'a') ? std::nullopt : std::optional(perm);
+      case Operation::kGetEntity:
+        return Has(sp, 'r') ? std::nullopt : std::optional(perm);
+      case Operation::kInsertEntity:
+        return Has(sp, 'a') ? std::nullopt : std::optional(perm);
       case Operation::kUpdateEntity:
-      case Operation::kMergeEntity: return Has(sp, 'u') ? std::nullopt : std::optional(perm);
-      case Operation::kDeleteEntity: return Has(sp, 'd') ? std::nullopt : std::optional(perm);
+      case Operation::kMergeEntity:
+        return Has(sp, 'u') ? std::nullopt : std::optional(perm);
+      case Operation::kDeleteEntity:
+        return Has(sp, 'd') ? std::nullopt : std::optional(perm);
       case Operation::kInsertOrReplace:
       case Operation::kInsertOrMerge:
         return Has(sp, 'a') && Has(sp, 'u') ? std::nullopt : std::optional(perm);
-      default: return std::nullopt;  // batch: checked per operation
+      default:
+        return std::nullopt;  // batch: checked per operation
     }
   }
   // Account SAS.
@@ -457,29 +479,41 @@ std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::strin
   };
   switch (op) {
     case Operation::kGetServiceProperties:
-    case Operation::kGetServiceStats: return need('s', "r");
-    case Operation::kSetServiceProperties: return need('s', "w");
+    case Operation::kGetServiceStats:
+      return need('s', "r");
+    case Operation::kSetServiceProperties:
+      return need('s', "w");
     case Operation::kQueryTables:
     case Operation::kGetTable:
       if (!Has(srt, 'c') && !Has(srt, 's')) return type_mismatch;
       return Has(sp, 'l') || Has(sp, 'r') ? std::nullopt : std::optional(perm);
-    case Operation::kCreateTable: return need('c', "cw");
-    case Operation::kDeleteTable: return need('c', "d");
+    case Operation::kCreateTable:
+      return need('c', "cw");
+    case Operation::kDeleteTable:
+      return need('c', "d");
     case Operation::kGetTableAcl:
-    case Operation::kSetTableAcl: return ErrorReply(AzureError::kAuthorizationFailure);
+    case Operation::kSetTableAcl:
+      return ErrorReply(AzureError::kAuthorizationFailure);
     case Operation::kQueryEntities:
-    case Operation::kGetEntity: return need('o', "r");
-    case Operation::kInsertEntity: return need('o', "a");
+    case Operation::kGetEntity:
+      return need('o', "r");
+    case Operation::kInsertEntity:
+      return need('o', "a");
     case Operation::kUpdateEntity:
-    case Operation::kMergeEntity: return need('o', "u");
-    case Operation::kDeleteEntity: return need('o', "d");
+    case Operation::kMergeEntity:
+      return need('o', "u");
+    case Operation::kDeleteEntity:
+      return need('o', "d");
     case Operation::kInsertOrReplace:
     case Operation::kInsertOrMerge:
       if (auto err = need('o', "a")) return err;
       return need('o', "u");
-    case Operation::kBatch: return Has(srt, 'o') ? std::nullopt : std::optional(type_mismatch);
-    case Operation::kPreflight: return std::nullopt;
-    case Operation::kResetAccount: return ErrorReply(AzureError::kAuthorizationFailure);
+    case Operation::kBatch:
+      return Has(srt, 'o') ? std::nullopt : std::optional(type_mismatch);
+    case Operation::kPreflight:
+      return std::nullopt;
+    case Operation::kResetAccount:
+      return ErrorReply(AzureError::kAuthorizationFailure);
   }
   return std::nullopt;
 }
@@ -508,7 +542,8 @@ std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPo
     p.expiry = std::string(Trim(node.get<std::string>("AccessPolicy.Expiry", "")));
     p.permission = std::string(Trim(node.get<std::string>("AccessPolicy.Permission", "")));
     for (const std::string* date : {&p.start, &p.expiry}) {
-      if (!date->empty() && !ParseSasTime(*date)) return ErrorReply(AzureError::kInvalidXmlDocument);
+      if (!date->empty() && !ParseSasTime(*date))
+        return ErrorReply(AzureError::kInvalidXmlDocument);
     }
     for (char c : p.permission) {
       if (std::string_view("raud").find(c) == std::string_view::npos) {
@@ -533,8 +568,10 @@ std::string AclToXml(const std::vector<AccessPolicy>& policies) {
     std::string f = storage::FormatDateTime(*t);
     f.pop_back();
     size_t dot = f.find('.');
-    if (dot == std::string::npos) f += ".0000000";
-    else f.append(7 - (f.size() - dot - 1), '0');
+    if (dot == std::string::npos)
+      f += ".0000000";
+    else
+      f.append(7 - (f.size() - dot - 1), '0');
     return f + "Z";
   };
   for (const auto& p : policies) {

@@ -48,7 +48,8 @@ enum class AzureError {
   kAuthorizationProtocolMismatch,
   kAuthorizationSourceIPMismatch,
   kInvalidAuthenticationInfo,
-  kInvalidAuthenticationInfoToken,  // 401 for a rejected bearer token; wire code InvalidAuthenticationInfo
+  kInvalidAuthenticationInfoToken,  // 401 for a rejected bearer token; wire code
+                                    // InvalidAuthenticationInfo
   kInsufficientAccountPermissions,
   kInvalidHeaderValue,
   kCorsPreflightFailure,

@@ -16,31 +16,39 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "       cerulean import [--file F]               load JSON Lines\n"
       "       cerulean reset                           delete all tables of the account\n\n"
       "Options (compatible with azurite-table)");
-  desc.add_options()
-      ("tableHost", po::value(&out->host)->default_value(out->host), "address to listen on")
-      ("tablePort", po::value(&out->port)->default_value(out->port), "port to listen on; 0 picks a free port")
-      ("location,l", po::value(&out->location)->default_value(out->location), "directory of the SQLite database")
-      ("inMemoryPersistence", po::bool_switch(&out->in_memory), "keep all data in memory only")
-      ("loose,L", po::bool_switch(&out->loose),
-       "ignore unsupported query options and headers, and the Shared Key date skew check")
-      ("skipApiVersionCheck", po::bool_switch(&out->skip_api_version_check), "accept any well-formed x-ms-version")
-      ("disableProductStyleUrl", po::bool_switch(&out->disable_product_style_url),
-       "always parse the account from the first path segment")
-      ("disableTelemetry", "accepted for Azurite compatibility; Cerulean sends no telemetry")
-      ("debug,d", po::value(&out->debug_file), "write full request/response headers and query plans to FILE")
-      ("silent,s", po::bool_switch(&out->silent), "no access log on stdout")
-      ("jsonLog", po::bool_switch(&out->json_log), "access log lines as JSON")
-      ("cert", po::value(&out->cert), "serve HTTPS only, with this PEM certificate (chain) or .pfx file")
-      ("key", po::value(&out->key), "the PEM private key of --cert")
-      ("pwd", po::value(&out->pwd), "the password of a .pfx --cert (or of an encrypted --key)")
-      ("oauth", po::value(&out->oauth),
-       "accept OAuth bearer tokens: 'basic' checks issuer, audience and lifetime, not the signature; needs --cert")
-      ("seed", po::value(&out->seed_dir), "import every *.jsonl file of DIR at start-up (table = file name)")
-      ("account", po::value(&out->account), "export/import/reset: the account (default devstoreaccount1)")
-      ("table", po::value(&out->tables)->multitoken(), "export: only these tables")
-      ("file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")
-      ("version,v", po::bool_switch(&out->version), "print the version")
-      ("help,h", po::bool_switch(&out->help), "print this help");
+  desc.add_options()("tableHost", po::value(&out->host)->default_value(out->host),
+                     "address to listen on")("tablePort",
+                                             po::value(&out->port)->default_value(out->port),
+                                             "port to listen on; 0 picks a free port")(
+      "location,l", po::value(&out->location)->default_value(out->location),
+      "directory of the SQLite database")("inMemoryPersistence", po::bool_switch(&out->in_memory),
+                                          "keep all data in memory only")(
+      "loose,L", po::bool_switch(&out->loose),
+      "ignore unsupported query options and headers, and the Shared Key date skew check")(
+      "skipApiVersionCheck", po::bool_switch(&out->skip_api_version_check),
+      "accept any well-formed x-ms-version")(
+      "disableProductStyleUrl", po::bool_switch(&out->disable_product_style_url),
+      "always parse the account from the first path segment")(
+      "disableTelemetry", "accepted for Azurite compatibility; Cerulean sends no telemetry")(
+      "debug,d", po::value(&out->debug_file),
+      "write full request/response headers and query plans to FILE")(
+      "silent,s", po::bool_switch(&out->silent), "no access log on stdout")(
+      "jsonLog", po::bool_switch(&out->json_log), "access log lines as JSON")(
+      "cert", po::value(&out->cert),
+      "serve HTTPS only, with this PEM certificate (chain) or .pfx file")(
+      "key", po::value(&out->key), "the PEM private key of --cert")(
+      "pwd", po::value(&out->pwd), "the password of a .pfx --cert (or of an encrypted --key)")(
+      "oauth", po::value(&out->oauth),
+      "accept OAuth bearer tokens: 'basic' checks issuer, audience and lifetime, not the "
+      "signature; needs --cert")(
+      "seed", po::value(&out->seed_dir),
+      "import every *.jsonl file of DIR at start-up (table = file name)")(
+      "account", po::value(&out->account),
+      "export/import/reset: the account (default devstoreaccount1)")(
+      "table", po::value(&out->tables)->multitoken(), "export: only these tables")(
+      "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
+      "version,v", po::bool_switch(&out->version), "print the version")(
+      "help,h", po::bool_switch(&out->help), "print this help");
   std::ostringstream help;
   help << desc;
   out->help_text = help.str();
@@ -53,7 +61,8 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
   }
   if (!out->oauth.empty()) {
     // Azurite compares the level case-insensitively and knows only "basic".
-    if (ToLower(out->oauth) != "basic") return "--oauth: unknown level '" + out->oauth + "' (supported: basic)";
+    if (ToLower(out->oauth) != "basic")
+      return "--oauth: unknown level '" + out->oauth + "' (supported: basic)";
     out->oauth = "basic";
   }
   return std::nullopt;

@@ -24,7 +24,8 @@ namespace {
 
 constexpr std::string_view kAtomNs = "http://www.w3.org/2005/Atom";
 constexpr std::string_view kDataNs = "http://schemas.microsoft.com/ado/2007/08/dataservices";
-constexpr std::string_view kMetadataNs = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata";
+constexpr std::string_view kMetadataNs =
+    "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata";
 
 // Expat reports a namespaced name as "<uri><kNsSeparator><local>". A space
 // can be in neither a local name nor (unescaped) a namespace name.
@@ -85,12 +86,16 @@ class PropertiesReader {
   static void XMLCALL OnStart(void* data, const XML_Char* name, const XML_Char** attrs) {
     static_cast<PropertiesReader*>(data)->Start(ExpandedName(name), attrs);
   }
-  static void XMLCALL OnEnd(void* data, const XML_Char*) { static_cast<PropertiesReader*>(data)->End(); }
+  static void XMLCALL OnEnd(void* data, const XML_Char*) {
+    static_cast<PropertiesReader*>(data)->End();
+  }
   static void XMLCALL OnText(void* data, const XML_Char* s, int len) {
     auto* self = static_cast<PropertiesReader*>(data);
-    if (self->depth_ == 4 && self->in_property_) self->out_->back().text.append(s, static_cast<size_t>(len));
+    if (self->depth_ == 4 && self->in_property_)
+      self->out_->back().text.append(s, static_cast<size_t>(len));
   }
-  static void XMLCALL OnDoctype(void* data, const XML_Char*, const XML_Char*, const XML_Char*, int) {
+  static void XMLCALL OnDoctype(void* data, const XML_Char*, const XML_Char*, const XML_Char*,
+                                int) {
     static_cast<PropertiesReader*>(data)->Fail();
   }
 
@@ -125,18 +130,27 @@ class PropertiesReader {
       if (attr.Is(kMetadataNs, "type")) {
         p.type = std::string(value);
       } else if (attr.Is(kMetadataNs, "null")) {
-        if (value == "true" || value == "1") p.is_null = true;
-        else if (value != "false" && value != "0") Fail();
+        if (value == "true" || value == "1")
+          p.is_null = true;
+        else if (value != "false" && value != "0")
+          Fail();
       }
     }
   }
 
   void End() {
     switch (depth_) {
-      case 2: in_content_ = false; break;
-      case 3: in_properties_ = false; break;
-      case 4: in_property_ = false; break;
-      default: break;
+      case 2:
+        in_content_ = false;
+        break;
+      case 3:
+        in_properties_ = false;
+        break;
+      case 4:
+        in_property_ = false;
+        break;
+      default:
+        break;
     }
     --depth_;
   }
@@ -187,7 +201,8 @@ std::optional<double> ParseXmlDouble(std::string_view s) {
   if (s.empty() || (plus && !IsDigit(s.front()) && s.front() != '.')) return std::nullopt;
   // Decimal forms only: from_chars would also take "inf", "nan(...)".
   for (char c : s) {
-    if (!(IsDigit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')) return std::nullopt;
+    if (!(IsDigit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+      return std::nullopt;
   }
   double d = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
@@ -204,9 +219,12 @@ std::optional<ErrorReply> ConvertAtomValue(RawProperty& p, EdmType type, Value* 
       *out = Value::String(std::move(p.text));
       break;
     case EdmType::kBoolean:
-      if (t == "true" || t == "1") *out = Value::Boolean(true);
-      else if (t == "false" || t == "0") *out = Value::Boolean(false);
-      else return invalid;
+      if (t == "true" || t == "1")
+        *out = Value::Boolean(true);
+      else if (t == "false" || t == "0")
+        *out = Value::Boolean(false);
+      else
+        return invalid;
       break;
     case EdmType::kInt32: {
       auto v = ParseXmlInteger<int32_t>(t);
@@ -265,7 +283,8 @@ std::optional<ErrorReply> ReadProperties(std::string_view body, std::vector<RawP
   return std::nullopt;
 }
 
-constexpr std::string_view kXmlDeclaration = "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n";
+constexpr std::string_view kXmlDeclaration =
+    "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n";
 constexpr std::string_view kNamespaceDeclarations =
     " xmlns=\"http://www.w3.org/2005/Atom\""
     " xmlns:d=\"http://schemas.microsoft.com/ado/2007/08/dataservices\""
@@ -335,19 +354,34 @@ void AppendAtomValue(std::string* out, std::string_view name, const Value& v) {
   }
   AppendPropertyOpen(out, name, storage::EdmTypeName(v.type()));
   switch (v.type()) {
-    case EdmType::kString: break;
-    case EdmType::kBoolean: *out += v.boolean() ? "true" : "false"; break;
-    case EdmType::kInt32: *out += std::to_string(v.int32()); break;
-    case EdmType::kInt64: *out += std::to_string(v.int64()); break;
+    case EdmType::kString:
+      break;
+    case EdmType::kBoolean:
+      *out += v.boolean() ? "true" : "false";
+      break;
+    case EdmType::kInt32:
+      *out += std::to_string(v.int32());
+      break;
+    case EdmType::kInt64:
+      *out += std::to_string(v.int64());
+      break;
     case EdmType::kDouble: {
       double d = v.dbl();
-      if (std::isfinite(d)) *out += storage::FormatDouble(d);
-      else *out += std::isnan(d) ? "NaN" : (d > 0 ? "INF" : "-INF");
+      if (std::isfinite(d))
+        *out += storage::FormatDouble(d);
+      else
+        *out += std::isnan(d) ? "NaN" : (d > 0 ? "INF" : "-INF");
       break;
     }
-    case EdmType::kDateTime: *out += storage::FormatDateTime(v.ticks()); break;
-    case EdmType::kGuid: *out += storage::FormatGuid(v.guid()); break;
-    case EdmType::kBinary: *out += Base64Encode(v.binary()); break;
+    case EdmType::kDateTime:
+      *out += storage::FormatDateTime(v.ticks());
+      break;
+    case EdmType::kGuid:
+      *out += storage::FormatGuid(v.guid());
+      break;
+    case EdmType::kBinary:
+      *out += Base64Encode(v.binary());
+      break;
   }
   AppendPropertyClose(out, name);
 }
@@ -368,7 +402,8 @@ bool Selected(const std::vector<std::string>* select, std::string_view name) {
 
 }  // namespace
 
-std::optional<ErrorReply> ParseAtomEntityBody(std::string_view body, bool keys_from_body, Entity* entity) {
+std::optional<ErrorReply> ParseAtomEntityBody(std::string_view body, bool keys_from_body,
+                                              Entity* entity) {
   std::vector<RawProperty> props;
   if (auto err = ReadProperties(body, &props)) return err;
   entity->properties.clear();
@@ -420,7 +455,8 @@ std::optional<ErrorReply> ParseAtomTableBody(std::string_view body, std::string*
   return ErrorReply(AzureError::kPropertiesNeedValue);
 }
 
-AtomContext MakeAtomContext(std::string_view base, std::string_view account, std::string_view table) {
+AtomContext MakeAtomContext(std::string_view base, std::string_view account,
+                            std::string_view table) {
   constexpr int64_t kTicksPerSecond = 10'000'000;
   int64_t now = storage::NowTicks();
   return AtomContext{base, account, table, storage::FormatDateTime(now - now % kTicksPerSecond)};
@@ -437,21 +473,25 @@ void AppendEntityAtom(std::string* out, const Entity& e, const AtomContext& ctx,
   AppendEntryHead(out, ctx, EntityPath(ctx.table, e.partition_key, e.row_key));
   if (Selected(select, "PartitionKey")) AppendStringProperty(out, "PartitionKey", e.partition_key);
   if (Selected(select, "RowKey")) AppendStringProperty(out, "RowKey", e.row_key);
-  if (Selected(select, "Timestamp")) AppendAtomValue(out, "Timestamp", Value::DateTimeTicks(e.timestamp));
+  if (Selected(select, "Timestamp"))
+    AppendAtomValue(out, "Timestamp", Value::DateTimeTicks(e.timestamp));
   if (select == nullptr) {
     for (const auto& p : e.properties) AppendAtomValue(out, p.name, p.value);
   } else {
     for (const auto& name : *select) {
       if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp") continue;
       const Value* v = e.Find(name);
-      if (v != nullptr) AppendAtomValue(out, name, *v);
-      else AppendNullProperty(out, name);
+      if (v != nullptr)
+        AppendAtomValue(out, name, *v);
+      else
+        AppendNullProperty(out, name);
     }
   }
   *out += kEntryTail;
 }
 
-void AppendTableAtom(std::string* out, std::string_view name, const AtomContext& ctx, bool element) {
+void AppendTableAtom(std::string* out, std::string_view name, const AtomContext& ctx,
+                     bool element) {
   if (element) *out += kXmlDeclaration;
   *out += "<entry";
   if (element) AppendDocumentAttributes(out, ctx);

@@ -39,7 +39,8 @@ struct AtomContext {
 };
 
 // An AtomContext whose `updated` is now. The views must outlive its use.
-AtomContext MakeAtomContext(std::string_view base, std::string_view account, std::string_view table);
+AtomContext MakeAtomContext(std::string_view base, std::string_view account,
+                            std::string_view table);
 
 // Appends one entity entry. `element` makes it a document of its own (XML
 // declaration, namespaces, xml:base); otherwise it is an entry of a feed.

@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   entity.timestamp = 638000000000000000;
-  const AtomContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "t", "2024-01-01T00:00:00Z"};
+  const AtomContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "t",
+                        "2024-01-01T00:00:00Z"};
   std::string out;
   cerulean::server::AppendEntityAtom(&out, entity, ctx, true, nullptr);
   Entity back;

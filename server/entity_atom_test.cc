@@ -1,8 +1,9 @@
+#include "server/entity_atom.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "server/entity_atom.h"
 #include "server/entity_json.h"
 #include "server/router.h"
 #include "server/text.h"
@@ -24,7 +25,9 @@ constexpr std::string_view kHead =
 constexpr std::string_view kTail = "</m:properties></content></entry>";
 
 // An insert body whose m:properties are `props`.
-std::string Entry(std::string_view props) { return std::string(kHead) + std::string(props) + std::string(kTail); }
+std::string Entry(std::string_view props) {
+  return std::string(kHead) + std::string(props) + std::string(kTail);
+}
 std::string Keyed(std::string_view props) {
   return Entry("<d:PartitionKey>p</d:PartitionKey><d:RowKey>r</d:RowKey>" + std::string(props));
 }
@@ -47,7 +50,8 @@ AzureError ParseError(std::string_view body, bool keys = true) {
 }
 
 AtomContext TestContext(std::string_view table = "orders") {
-  return AtomContext{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", table, "2013-03-27T11:02:04Z"};
+  return AtomContext{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", table,
+                     "2013-03-27T11:02:04Z"};
 }
 
 }  // namespace
@@ -101,10 +105,10 @@ TEST_CASE("Atom bodies are read by namespace URI, not prefix") {
 }
 
 TEST_CASE("Atom text: whitespace, escapes and wrapped base64") {
-  Entity e = MustParse(Keyed(
-      "<d:S>  a&amp;b&lt;c&gt;&#xD;\n\"'  </d:S><d:I m:type=\"Edm.Int32\"> +5\n</d:I>"
-      "<d:C><![CDATA[<raw>&]]></d:C><d:B m:type=\"Edm.Binary\">AQID\n  BAU=</d:B>"
-      "<d:U>\xC3\xA9\xE2\x82\xAC</d:U>"));
+  Entity e = MustParse(
+      Keyed("<d:S>  a&amp;b&lt;c&gt;&#xD;\n\"'  </d:S><d:I m:type=\"Edm.Int32\"> +5\n</d:I>"
+            "<d:C><![CDATA[<raw>&]]></d:C><d:B m:type=\"Edm.Binary\">AQID\n  BAU=</d:B>"
+            "<d:U>\xC3\xA9\xE2\x82\xAC</d:U>"));
   CHECK(e.Find("S")->string() == "  a&b<c>\r\n\"'  ");
   CHECK(e.Find("I")->int32() == 5);
   CHECK(e.Find("C")->string() == "<raw>&");
@@ -116,17 +120,21 @@ TEST_CASE("Atom keys: from the body on insert only") {
   Entity e = MustParse(Keyed("<d:A>1</d:A>"), false);
   CHECK(e.partition_key.empty());
   CHECK(e.properties.size() == 1);
-  CHECK(ParseError(Entry("<d:PartitionKey>p</d:PartitionKey>")) == AzureError::kPropertiesNeedValue);
+  CHECK(ParseError(Entry("<d:PartitionKey>p</d:PartitionKey>")) ==
+        AzureError::kPropertiesNeedValue);
   CHECK(ParseError(Entry(R"(<d:PartitionKey m:null="true" /><d:RowKey>r</d:RowKey>)")) ==
         AzureError::kPropertiesNeedValue);
-  CHECK(ParseError(Entry(R"(<d:PartitionKey m:type="Edm.Int32">1</d:PartitionKey><d:RowKey>r</d:RowKey>)")) ==
+  CHECK(ParseError(Entry(
+            R"(<d:PartitionKey m:type="Edm.Int32">1</d:PartitionKey><d:RowKey>r</d:RowKey>)")) ==
         AzureError::kInvalidInput);
   CHECK(ParseError(Entry("<d:PartitionKey>p/q</d:PartitionKey><d:RowKey>r</d:RowKey>")) ==
         AzureError::kOutOfRangeInput);
-  CHECK(ParseError(Entry("<d:PartitionKey>" + std::string(1025, 'k') + "</d:PartitionKey><d:RowKey>r</d:RowKey>")) ==
+  CHECK(ParseError(Entry("<d:PartitionKey>" + std::string(1025, 'k') +
+                         "</d:PartitionKey><d:RowKey>r</d:RowKey>")) ==
         AzureError::kPropertyValueTooLarge);
   // No properties at all: an entry without content.
-  CHECK(ParseError(R"(<entry xmlns="http://www.w3.org/2005/Atom"/>)") == AzureError::kPropertiesNeedValue);
+  CHECK(ParseError(R"(<entry xmlns="http://www.w3.org/2005/Atom"/>)") ==
+        AzureError::kPropertiesNeedValue);
   CHECK(MustParse(R"(<entry xmlns="http://www.w3.org/2005/Atom"/>)", false).properties.empty());
 }
 
@@ -137,13 +145,15 @@ TEST_CASE("Atom body errors match the JSON codec's") {
   CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r"})") == AzureError::kInvalidInput);
   CHECK(ParseError(R"(<feed xmlns="http://www.w3.org/2005/Atom"/>)") == AzureError::kInvalidInput);
   CHECK(ParseError("<entry/>") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"(<!DOCTYPE entry [<!ENTITY x "y">]><entry xmlns="http://www.w3.org/2005/Atom"/>)") ==
+  CHECK(ParseError(
+            R"(<!DOCTYPE entry [<!ENTITY x "y">]><entry xmlns="http://www.w3.org/2005/Atom"/>)") ==
         AzureError::kInvalidInput);
   CHECK(ParseError(Keyed("<d:A><d:B>1</d:B></d:A>")) == AzureError::kInvalidInput);
   CHECK(ParseError(Keyed(R"(<d:A m:null="maybe">1</d:A>)")) == AzureError::kInvalidInput);
   CHECK(ParseError(Keyed("<d:A>1</d:A><d:A>2</d:A>")) == AzureError::kDuplicatePropertiesSpecified);
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Single">1</d:A>)")) == AzureError::kInvalidInput);
-  CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Int32">2147483648</d:A>)")) == AzureError::kInvalidInput);
+  CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Int32">2147483648</d:A>)")) ==
+        AzureError::kInvalidInput);
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Int32">1.5</d:A>)")) == AzureError::kInvalidInput);
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Int64">+-5</d:A>)")) == AzureError::kInvalidInput);
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Double">inf</d:A>)")) == AzureError::kInvalidInput);
@@ -153,7 +163,8 @@ TEST_CASE("Atom body errors match the JSON codec's") {
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.Binary">a-_b</d:A>)")) == AzureError::kInvalidInput);
   CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.DateTime">0001-01-01T00:00:00Z</d:A>)")) ==
         AzureError::kOutOfRangeInput);
-  CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.DateTime">yesterday</d:A>)")) == AzureError::kInvalidInput);
+  CHECK(ParseError(Keyed(R"(<d:A m:type="Edm.DateTime">yesterday</d:A>)")) ==
+        AzureError::kInvalidInput);
   CHECK(ParseError(Keyed("<d:a-b>1</d:a-b>")) == AzureError::kPropertyNameInvalid);
   CHECK(ParseError(Keyed("<d:" + std::string(256, 'n') + ">1</d:" + std::string(256, 'n') + ">")) ==
         AzureError::kPropertyNameTooLong);
@@ -161,9 +172,11 @@ TEST_CASE("Atom body errors match the JSON codec's") {
 
 TEST_CASE("Atom size limits") {
   MustParse(Keyed("<d:S>" + std::string(32768, 'a') + "</d:S>"));
-  CHECK(ParseError(Keyed("<d:S>" + std::string(32769, 'a') + "</d:S>")) == AzureError::kPropertyValueTooLarge);
+  CHECK(ParseError(Keyed("<d:S>" + std::string(32769, 'a') + "</d:S>")) ==
+        AzureError::kPropertyValueTooLarge);
   std::string many;
-  for (int i = 0; i < 252; ++i) many += "<d:P" + std::to_string(i) + " m:type=\"Edm.Int32\">1</d:P" + std::to_string(i) + ">";
+  for (int i = 0; i < 252; ++i)
+    many += "<d:P" + std::to_string(i) + " m:type=\"Edm.Int32\">1</d:P" + std::to_string(i) + ">";
   MustParse(Keyed(many));
   CHECK(ParseError(Keyed(many + "<d:Extra>1</d:Extra>")) == AzureError::kTooManyProperties);
 }
@@ -175,8 +188,8 @@ TEST_CASE("Create Table Atom body") {
   CHECK(ParseAtomTableBody(Entry(""), &name)->error == AzureError::kPropertiesNeedValue);
   CHECK(ParseAtomTableBody(Entry(R"(<d:TableName m:null="true" />)"), &name)->error ==
         AzureError::kPropertiesNeedValue);
-  CHECK(ParseAtomTableBody(Entry(R"(<d:TableName m:type="Edm.Int32">1</d:TableName>)"), &name)->error ==
-        AzureError::kInvalidInput);
+  CHECK(ParseAtomTableBody(Entry(R"(<d:TableName m:type="Edm.Int32">1</d:TableName>)"), &name)
+            ->error == AzureError::kInvalidInput);
   CHECK(ParseAtomTableBody("<TableName>x</TableName>", &name)->error == AzureError::kInvalidInput);
 }
 
@@ -188,19 +201,20 @@ TEST_CASE("Atom entry rendering") {
   e.properties = {{"S", Value::String("a&b<c>\"d\r")}, {"I", Value::Int32(3)}};
   std::string out;
   AppendEntityAtom(&out, e, TestContext(), true, nullptr);
-  CHECK(out ==
-        "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n"
-        R"(<entry xml:base="http://127.0.0.1:10002/devstoreaccount1/" xmlns="http://www.w3.org/2005/Atom" )"
-        R"(xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" )"
-        R"(xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" )"
-        R"(m:etag="W/&quot;datetime'2013-03-27T11%3A02%3A04.297705Z'&quot;">)"
-        R"(<id>http://127.0.0.1:10002/devstoreaccount1/orders(PartitionKey='p''1',RowKey='r&amp;')</id>)"
-        R"(<title type="text"></title><updated>2013-03-27T11:02:04Z</updated><author><name /></author>)"
-        R"x(<link rel="edit" title="orders" href="orders(PartitionKey='p''1',RowKey='r&amp;')" />)x"
-        R"(<category term="devstoreaccount1.orders" scheme="http://schemas.microsoft.com/ado/2007/08/dataservices/scheme" />)"
-        R"(<content type="application/xml"><m:properties><d:PartitionKey>p'1</d:PartitionKey><d:RowKey>r&amp;</d:RowKey>)"
-        R"(<d:Timestamp m:type="Edm.DateTime">2013-03-27T11:02:04.297705Z</d:Timestamp>)"
-        R"(<d:S>a&amp;b&lt;c&gt;"d&#xD;</d:S><d:I m:type="Edm.Int32">3</d:I></m:properties></content></entry>)");
+  CHECK(
+      out ==
+      "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n"
+      R"(<entry xml:base="http://127.0.0.1:10002/devstoreaccount1/" xmlns="http://www.w3.org/2005/Atom" )"
+      R"(xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" )"
+      R"(xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" )"
+      R"(m:etag="W/&quot;datetime'2013-03-27T11%3A02%3A04.297705Z'&quot;">)"
+      R"(<id>http://127.0.0.1:10002/devstoreaccount1/orders(PartitionKey='p''1',RowKey='r&amp;')</id>)"
+      R"(<title type="text"></title><updated>2013-03-27T11:02:04Z</updated><author><name /></author>)"
+      R"x(<link rel="edit" title="orders" href="orders(PartitionKey='p''1',RowKey='r&amp;')" />)x"
+      R"(<category term="devstoreaccount1.orders" scheme="http://schemas.microsoft.com/ado/2007/08/dataservices/scheme" />)"
+      R"(<content type="application/xml"><m:properties><d:PartitionKey>p'1</d:PartitionKey><d:RowKey>r&amp;</d:RowKey>)"
+      R"(<d:Timestamp m:type="Edm.DateTime">2013-03-27T11:02:04.297705Z</d:Timestamp>)"
+      R"(<d:S>a&amp;b&lt;c&gt;"d&#xD;</d:S><d:I m:type="Edm.Int32">3</d:I></m:properties></content></entry>)");
 }
 
 TEST_CASE("Atom output parses back to the same entity, for every type") {
@@ -250,24 +264,27 @@ TEST_CASE("Atom feeds and tables") {
   std::string out;
   AppendAtomFeedStart(&out, tables, true);
   AppendAtomFeedEnd(&out);
-  CHECK(out ==
-        "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n"
-        R"(<feed xml:base="http://127.0.0.1:10002/devstoreaccount1/" xmlns="http://www.w3.org/2005/Atom" )"
-        R"(xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" )"
-        R"(xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata">)"
-        R"(<title type="text">Tables</title><id>http://127.0.0.1:10002/devstoreaccount1/Tables</id>)"
-        R"(<updated>2013-03-27T11:02:04Z</updated><link rel="self" title="Tables" href="Tables" />)"
-        R"(<author><name /></author></feed>)");
+  CHECK(
+      out ==
+      "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n"
+      R"(<feed xml:base="http://127.0.0.1:10002/devstoreaccount1/" xmlns="http://www.w3.org/2005/Atom" )"
+      R"(xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" )"
+      R"(xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata">)"
+      R"(<title type="text">Tables</title><id>http://127.0.0.1:10002/devstoreaccount1/Tables</id>)"
+      R"(<updated>2013-03-27T11:02:04Z</updated><link rel="self" title="Tables" href="Tables" />)"
+      R"(<author><name /></author></feed>)");
   out.clear();
   AppendAtomFeedStart(&out, tables, false);
   AppendTableAtom(&out, "orders", tables, false);
   AppendAtomFeedEnd(&out);
   CHECK(out.find("<author><name /></author><entry>") == std::string::npos);
   CHECK(out.find(R"(<link rel="self" title="Tables" href="Tables" /><entry>)"
-                 R"(<id>http://127.0.0.1:10002/devstoreaccount1/Tables('orders')</id>)") != std::string::npos);
+                 R"(<id>http://127.0.0.1:10002/devstoreaccount1/Tables('orders')</id>)") !=
+        std::string::npos);
   CHECK(out.find(R"x(<link rel="edit" title="Tables" href="Tables('orders')" />)x"
                  R"(<category term="devstoreaccount1.Tables" )") != std::string::npos);
-  CHECK(out.find("<m:properties><d:TableName>orders</d:TableName></m:properties>") != std::string::npos);
+  CHECK(out.find("<m:properties><d:TableName>orders</d:TableName></m:properties>") !=
+        std::string::npos);
   // A Create Table entry is a body the table parser reads back.
   out.clear();
   AppendTableAtom(&out, "orders", tables, true);
@@ -310,10 +327,12 @@ TEST_CASE("format negotiation: Atom before 2015-12-11") {
   CHECK(atom);
   CHECK_FALSE(NegotiateFormat("", "application/json", "2013-08-15", &m, &atom));
   CHECK_FALSE(atom);
-  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error == AzureError::kJsonFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error ==
+        AzureError::kJsonFormatNotSupported);
   CHECK(NegotiateFormat("", "application/atom+xml", "2015-12-11", &m, &atom)->error ==
         AzureError::kAtomFormatNotSupported);
-  CHECK(NegotiateFormat("", "", "2015-12-11", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "", "2015-12-11", &m, &atom)->error ==
+        AzureError::kAtomFormatNotSupported);
   CHECK_FALSE(NegotiateFormat("", "*/*", "2015-12-11", &m, &atom));
   CHECK_FALSE(atom);
   CHECK(m == Metadata::kMinimal);

@@ -120,7 +120,9 @@ std::optional<ErrorReply> ParseFlatObject(std::string_view body, std::vector<Mem
   return std::nullopt;
 }
 
-bool IsNameStart(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80; }
+bool IsNameStart(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80;
+}
 bool IsNameChar(unsigned char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 
 // Parses a decimal integer string strictly (optional '-', digits).
@@ -136,7 +138,8 @@ std::optional<T> ParseInteger(std::string_view s) {
 std::optional<double> ParseDoubleText(std::string_view s) {
   if (IEquals(s, "NaN")) return std::numeric_limits<double>::quiet_NaN();
   if (IEquals(s, "Infinity") || IEquals(s, "INF")) return std::numeric_limits<double>::infinity();
-  if (IEquals(s, "-Infinity") || IEquals(s, "-INF")) return -std::numeric_limits<double>::infinity();
+  if (IEquals(s, "-Infinity") || IEquals(s, "-INF"))
+    return -std::numeric_limits<double>::infinity();
   if (s.empty()) return std::nullopt;
   double d = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
@@ -146,11 +149,16 @@ std::optional<double> ParseDoubleText(std::string_view s) {
 
 std::optional<double> MemberAsDouble(const Member& m) {
   switch (m.kind) {
-    case Member::Kind::kInt: return static_cast<double>(m.i);
-    case Member::Kind::kUint: return static_cast<double>(m.u);
-    case Member::Kind::kFloat: return m.d;
-    case Member::Kind::kString: return ParseDoubleText(m.text);
-    default: return std::nullopt;
+    case Member::Kind::kInt:
+      return static_cast<double>(m.i);
+    case Member::Kind::kUint:
+      return static_cast<double>(m.u);
+    case Member::Kind::kFloat:
+      return m.d;
+    case Member::Kind::kString:
+      return ParseDoubleText(m.text);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -159,18 +167,29 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
   const ErrorReply invalid(AzureError::kInvalidInput);
   if (!type) {
     switch (m.kind) {
-      case Member::Kind::kString: *out = Value::String(m.text); break;
-      case Member::Kind::kBool: *out = Value::Boolean(m.b); break;
+      case Member::Kind::kString:
+        *out = Value::String(m.text);
+        break;
+      case Member::Kind::kBool:
+        *out = Value::Boolean(m.b);
+        break;
       case Member::Kind::kInt:
-        if (m.i >= INT32_MIN && m.i <= INT32_MAX) *out = Value::Int32(static_cast<int32_t>(m.i));
-        else *out = Value::Double(static_cast<double>(m.i));
+        if (m.i >= INT32_MIN && m.i <= INT32_MAX)
+          *out = Value::Int32(static_cast<int32_t>(m.i));
+        else
+          *out = Value::Double(static_cast<double>(m.i));
         break;
       case Member::Kind::kUint:
-        if (m.u <= INT32_MAX) *out = Value::Int32(static_cast<int32_t>(m.u));
-        else *out = Value::Double(static_cast<double>(m.u));
+        if (m.u <= INT32_MAX)
+          *out = Value::Int32(static_cast<int32_t>(m.u));
+        else
+          *out = Value::Double(static_cast<double>(m.u));
         break;
-      case Member::Kind::kFloat: *out = Value::Double(m.d); break;
-      case Member::Kind::kNull: return invalid;
+      case Member::Kind::kFloat:
+        *out = Value::Double(m.d);
+        break;
+      case Member::Kind::kNull:
+        return invalid;
     }
   } else {
     switch (*type) {
@@ -179,25 +198,33 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
         *out = Value::String(m.text);
         break;
       case EdmType::kBoolean:
-        if (m.kind == Member::Kind::kBool) *out = Value::Boolean(m.b);
+        if (m.kind == Member::Kind::kBool)
+          *out = Value::Boolean(m.b);
         else if (m.kind == Member::Kind::kString && (m.text == "true" || m.text == "false"))
           *out = Value::Boolean(m.text == "true");
-        else return invalid;
+        else
+          return invalid;
         break;
       case EdmType::kInt32: {
         std::optional<int32_t> v;
-        if (m.kind == Member::Kind::kInt && m.i >= INT32_MIN && m.i <= INT32_MAX) v = static_cast<int32_t>(m.i);
-        else if (m.kind == Member::Kind::kUint && m.u <= INT32_MAX) v = static_cast<int32_t>(m.u);
-        else if (m.kind == Member::Kind::kString) v = ParseInteger<int32_t>(m.text);
+        if (m.kind == Member::Kind::kInt && m.i >= INT32_MIN && m.i <= INT32_MAX)
+          v = static_cast<int32_t>(m.i);
+        else if (m.kind == Member::Kind::kUint && m.u <= INT32_MAX)
+          v = static_cast<int32_t>(m.u);
+        else if (m.kind == Member::Kind::kString)
+          v = ParseInteger<int32_t>(m.text);
         if (!v) return invalid;
         *out = Value::Int32(*v);
         break;
       }
       case EdmType::kInt64: {
         std::optional<int64_t> v;
-        if (m.kind == Member::Kind::kInt) v = m.i;
-        else if (m.kind == Member::Kind::kUint && m.u <= INT64_MAX) v = static_cast<int64_t>(m.u);
-        else if (m.kind == Member::Kind::kString) v = ParseInteger<int64_t>(m.text);
+        if (m.kind == Member::Kind::kInt)
+          v = m.i;
+        else if (m.kind == Member::Kind::kUint && m.u <= INT64_MAX)
+          v = static_cast<int64_t>(m.u);
+        else if (m.kind == Member::Kind::kString)
+          v = ParseInteger<int64_t>(m.text);
         if (!v) return invalid;
         *out = Value::Int64(*v);
         break;
@@ -254,12 +281,18 @@ bool HasForbiddenKeyChars(std::string_view v) {
 
 size_t ValueSize(const Value& v) {
   switch (v.type()) {
-    case EdmType::kString: return 4 + 2 * storage::Utf16Length(v.string());
-    case EdmType::kBinary: return 4 + v.binary().size();
-    case EdmType::kBoolean: return 1;
-    case EdmType::kInt32: return 4;
-    case EdmType::kGuid: return 16;
-    default: return 8;
+    case EdmType::kString:
+      return 4 + 2 * storage::Utf16Length(v.string());
+    case EdmType::kBinary:
+      return 4 + v.binary().size();
+    case EdmType::kBoolean:
+      return 1;
+    case EdmType::kInt32:
+      return 4;
+    case EdmType::kGuid:
+      return 16;
+    default:
+      return 8;
   }
 }
 
@@ -267,19 +300,22 @@ size_t ValueSize(const Value& v) {
 
 std::string_view JsonContentType(Metadata level) {
   switch (level) {
-    case Metadata::kNone: return "application/json;odata=nometadata;streaming=true;charset=utf-8";
-    case Metadata::kFull: return "application/json;odata=fullmetadata;streaming=true;charset=utf-8";
-    case Metadata::kMinimal: break;
+    case Metadata::kNone:
+      return "application/json;odata=nometadata;streaming=true;charset=utf-8";
+    case Metadata::kFull:
+      return "application/json;odata=fullmetadata;streaming=true;charset=utf-8";
+    case Metadata::kMinimal:
+      break;
   }
   return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
 }
 
 std::optional<EdmType> ParseEdmTypeName(std::string_view name) {
   static constexpr std::pair<std::string_view, EdmType> kTypes[] = {
-      {"Edm.String", EdmType::kString},     {"Edm.Boolean", EdmType::kBoolean},
-      {"Edm.Int32", EdmType::kInt32},       {"Edm.Int64", EdmType::kInt64},
-      {"Edm.Double", EdmType::kDouble},     {"Edm.DateTime", EdmType::kDateTime},
-      {"Edm.Guid", EdmType::kGuid},         {"Edm.Binary", EdmType::kBinary},
+      {"Edm.String", EdmType::kString}, {"Edm.Boolean", EdmType::kBoolean},
+      {"Edm.Int32", EdmType::kInt32},   {"Edm.Int64", EdmType::kInt64},
+      {"Edm.Double", EdmType::kDouble}, {"Edm.DateTime", EdmType::kDateTime},
+      {"Edm.Guid", EdmType::kGuid},     {"Edm.Binary", EdmType::kBinary},
   };
   for (const auto& [n, t] : kTypes) {
     if (n == name) return t;
@@ -289,10 +325,13 @@ std::optional<EdmType> ParseEdmTypeName(std::string_view name) {
 
 std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
   if (name.empty()) return ErrorReply(AzureError::kPropertyNameInvalid);
-  if (storage::Utf16Length(name) > kMaxPropertyName) return ErrorReply(AzureError::kPropertyNameTooLong);
-  if (!IsNameStart(static_cast<unsigned char>(name[0]))) return ErrorReply(AzureError::kPropertyNameInvalid);
+  if (storage::Utf16Length(name) > kMaxPropertyName)
+    return ErrorReply(AzureError::kPropertyNameTooLong);
+  if (!IsNameStart(static_cast<unsigned char>(name[0])))
+    return ErrorReply(AzureError::kPropertyNameInvalid);
   for (char c : name) {
-    if (!IsNameChar(static_cast<unsigned char>(c))) return ErrorReply(AzureError::kPropertyNameInvalid);
+    if (!IsNameChar(static_cast<unsigned char>(c)))
+      return ErrorReply(AzureError::kPropertyNameInvalid);
   }
   return std::nullopt;
 }
@@ -309,13 +348,14 @@ std::optional<ErrorReply> ValidateValueSize(const Value& v) {
 
 std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t ticks) {
   if (ticks >= storage::kMinDateTimeTicks) return std::nullopt;
-  return ErrorReply(AzureError::kOutOfRangeInput, "The '" + std::string(name) + "' parameter of value '" +
-                                                      storage::FormatDateTimeInvariant(ticks) +
-                                                      "' is out of range.");
+  return ErrorReply(AzureError::kOutOfRangeInput,
+                    "The '" + std::string(name) + "' parameter of value '" +
+                        storage::FormatDateTimeInvariant(ticks) + "' is out of range.");
 }
 
 std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value) {
-  if (storage::Utf16Length(value) > kMaxKeyUtf16) return ErrorReply(AzureError::kPropertyValueTooLarge);
+  if (storage::Utf16Length(value) > kMaxKeyUtf16)
+    return ErrorReply(AzureError::kPropertyValueTooLarge);
   if (HasForbiddenKeyChars(value)) {
     return ErrorReply(AzureError::kOutOfRangeInput, "The '" + std::string(name) +
                                                         "' parameter of value '" +
@@ -334,7 +374,8 @@ std::optional<ErrorReply> ValidateEntityLimits(const Entity& e) {
   return std::nullopt;
 }
 
-std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body, Entity* entity) {
+std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body,
+                                          Entity* entity) {
   std::vector<Member> members;
   if (auto err = ParseFlatObject(body, &members)) return err;
 
@@ -412,8 +453,10 @@ std::string ETagFor(int64_t ticks) {
   std::string ts = storage::FormatDateTime(ticks);
   std::string out = "W/\"datetime'";
   for (char c : ts) {
-    if (c == ':') out += "%3A";
-    else out += c;
+    if (c == ':')
+      out += "%3A";
+    else
+      out += c;
   }
   out += "'\"";
   return out;
@@ -426,7 +469,8 @@ std::optional<int64_t> ParseETag(std::string_view etag) {
       etag.size() < kPrefix.size() + kSuffix.size()) {
     return std::nullopt;
   }
-  auto inner = PercentDecode(etag.substr(kPrefix.size(), etag.size() - kPrefix.size() - kSuffix.size()));
+  auto inner =
+      PercentDecode(etag.substr(kPrefix.size(), etag.size() - kPrefix.size() - kSuffix.size()));
   if (!inner) return std::nullopt;
   auto ticks = storage::ParseDateTime(*inner);
   if (!ticks || ETagFor(*ticks) != etag) return std::nullopt;
@@ -460,7 +504,8 @@ void AppendKey(std::string* out, bool* first, std::string_view name) {
   out->push_back(':');
 }
 
-void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name, std::string_view type) {
+void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name,
+                          std::string_view type) {
   if (!*first) out->push_back(',');
   *first = false;
   out->push_back('"');
@@ -470,7 +515,8 @@ void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name, 
   out->push_back('"');
 }
 
-void AppendValue(std::string* out, bool* first, std::string_view name, const Value& v, Metadata level) {
+void AppendValue(std::string* out, bool* first, std::string_view name, const Value& v,
+                 Metadata level) {
   bool annotate = level != Metadata::kNone;
   switch (v.type()) {
     case EdmType::kString:
@@ -544,7 +590,8 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
   out->push_back('{');
   if (element && ctx.level != Metadata::kNone) {
     AppendKey(out, &first, "odata.metadata");
-    AppendJsonString(out, std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
+    AppendJsonString(out,
+                     std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
   }
   std::string path;
   if (ctx.level == Metadata::kFull) {
@@ -571,7 +618,8 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
     AppendJsonString(out, e.row_key);
   }
   if (Selected(select, "Timestamp")) {
-    if (ctx.level == Metadata::kFull) AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
+    if (ctx.level == Metadata::kFull)
+      AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
     AppendKey(out, &first, "Timestamp");
     out->push_back('"');
     out->append(storage::FormatDateTime(e.timestamp));
@@ -594,7 +642,8 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
   out->push_back('}');
 }
 
-void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element) {
+void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx,
+                     bool element) {
   bool first = true;
   out->push_back('{');
   if (element && ctx.level != Metadata::kNone) {

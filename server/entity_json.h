@@ -67,8 +67,7 @@ void AppendEntityJson(std::string* out, const storage::Entity& entity, const Jso
                       bool element, const std::vector<std::string>* select);
 
 // Appends one table object ({"TableName":..} plus metadata members).
-void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx,
-                     bool element);
+void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element);
 
 // Key path "t(PartitionKey='a',RowKey='b')" with quotes doubled.
 std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk);

@@ -1,8 +1,9 @@
+#include "server/entity_json.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "server/entity_json.h"
 #include "server/query_options.h"
 #include "server/router.h"
 #include "storage/edm_text.h"
@@ -65,22 +66,40 @@ TEST_CASE("body errors") {
   CHECK(ParseError("not json") == AzureError::kInvalidInput);
   CHECK(ParseError("[1]") == AzureError::kInvalidInput);
   CHECK(ParseError("\"str\"") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","O":{"a":1}})") == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","O":{"a":1}})") ==
+        AzureError::kInvalidInput);
   CHECK(ParseError(R"({"PartitionKey":"p"})") == AzureError::kPropertiesNeedValue);
   CHECK(ParseError(R"({"PartitionKey":null,"RowKey":"r"})") == AzureError::kPropertiesNeedValue);
   CHECK(ParseError(R"({"PartitionKey":1,"RowKey":"r"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A":1,"A":2})") == AzureError::kDuplicatePropertiesSpecified);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Single","A":1})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int32","A":2147483648})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"+5"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Guid","A":"xyz"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Binary","A":"a-_b"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"0001-01-01T00:00:00Z"})") == AzureError::kOutOfRangeInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"2024-01-01T00:00:00.12345678Z"})") == AzureError::kInvalidInput);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","1A":1})") == AzureError::kPropertyNameInvalid);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","a-b":1})") == AzureError::kPropertyNameInvalid);
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","":1})") == AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A":1,"A":2})") ==
+        AzureError::kDuplicatePropertiesSpecified);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64"})") ==
+        AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Single","A":1})") ==
+        AzureError::kInvalidInput);
+  CHECK(ParseError(
+            R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int32","A":2147483648})") ==
+        AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"+5"})") ==
+        AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Guid","A":"xyz"})") ==
+        AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Binary","A":"a-_b"})") ==
+        AzureError::kInvalidInput);
+  CHECK(
+      ParseError(
+          R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"0001-01-01T00:00:00Z"})") ==
+      AzureError::kOutOfRangeInput);
+  CHECK(
+      ParseError(
+          R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"2024-01-01T00:00:00.12345678Z"})") ==
+      AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","1A":1})") ==
+        AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","a-b":1})") ==
+        AzureError::kPropertyNameInvalid);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","":1})") ==
+        AzureError::kPropertyNameInvalid);
   CHECK(ParseError(R"({"PartitionKey":"p/q","RowKey":"r"})") == AzureError::kOutOfRangeInput);
   CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"a#"})") == AzureError::kOutOfRangeInput);
 }
@@ -92,7 +111,8 @@ TEST_CASE("size limits at their boundaries") {
   CHECK(ParseError(big) == AzureError::kPropertyValueTooLarge);
   std::string name(255, 'n');
   MustParse(R"({"PartitionKey":"p","RowKey":"r",")" + name + "\":1}");
-  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r",")" + name + "n\":1}") == AzureError::kPropertyNameTooLong);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r",")" + name + "n\":1}") ==
+        AzureError::kPropertyNameTooLong);
   std::string many = R"({"PartitionKey":"p","RowKey":"r")";
   for (int i = 0; i < 252; ++i) many += ",\"P" + std::to_string(i) + "\":1";
   MustParse(many + "}");
@@ -103,19 +123,26 @@ TEST_CASE("size limits at their boundaries") {
 }
 
 TEST_CASE("rendering at each metadata level") {
-  Entity e = MustParse(R"({"PartitionKey":"p","RowKey":"r","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
-                       R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
+  Entity e = MustParse(
+      R"({"PartitionKey":"p","RowKey":"r","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
+      R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
   e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
-  CHECK(Render(e, Metadata::kNone) ==
-        R"({"PartitionKey":"p","RowKey":"r","Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L":"5","N":"NaN","S":"x\"y"})");
-  CHECK(Render(e, Metadata::kMinimal) ==
-        R"({"odata.etag":"W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"","PartitionKey":"p","RowKey":"r",)"
-        R"("Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
-        R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
+  CHECK(
+      Render(e, Metadata::kNone) ==
+      R"({"PartitionKey":"p","RowKey":"r","Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L":"5","N":"NaN","S":"x\"y"})");
+  CHECK(
+      Render(e, Metadata::kMinimal) ==
+      R"({"odata.etag":"W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"","PartitionKey":"p","RowKey":"r",)"
+      R"("Timestamp":"2021-10-15T16:13:24.0914302Z","I":1,"D":2.0,"L@odata.type":"Edm.Int64","L":"5",)"
+      R"("N@odata.type":"Edm.Double","N":"NaN","S":"x\"y"})");
   std::string full = Render(e, Metadata::kFull);
   CHECK(full.find(R"("odata.type":"devstoreaccount1.orders")") != std::string::npos);
-  CHECK(full.find(R"x("odata.id":"http://127.0.0.1:10002/devstoreaccount1/orders(PartitionKey='p',RowKey='r')")x") != std::string::npos);
-  CHECK(full.find(R"x("odata.editLink":"orders(PartitionKey='p',RowKey='r')")x") != std::string::npos);
+  CHECK(
+      full.find(
+          R"x("odata.id":"http://127.0.0.1:10002/devstoreaccount1/orders(PartitionKey='p',RowKey='r')")x") !=
+      std::string::npos);
+  CHECK(full.find(R"x("odata.editLink":"orders(PartitionKey='p',RowKey='r')")x") !=
+        std::string::npos);
   CHECK(full.find(R"("Timestamp@odata.type":"Edm.DateTime","Timestamp")") != std::string::npos);
 }
 
@@ -161,9 +188,12 @@ TEST_CASE("resource paths") {
   CHECK(p.kind == ResourceKind::kEntity);
   CHECK(p.partition_key == "O'Brien");
   CHECK(p.row_key == "");
-  CHECK(ParseResourcePath("/orders(PartitionKey='a/b',RowKey='1')", &p)->error == AzureError::kInvalidInput);
-  CHECK(ParseResourcePath("/orders(PartitionKey='a#b',RowKey='1')", &p)->error == AzureError::kOutOfRangeInput);
-  CHECK(ParseResourcePath("/orders(RowKey='1',PartitionKey='a')", &p)->error == AzureError::kInvalidInput);
+  CHECK(ParseResourcePath("/orders(PartitionKey='a/b',RowKey='1')", &p)->error ==
+        AzureError::kInvalidInput);
+  CHECK(ParseResourcePath("/orders(PartitionKey='a#b',RowKey='1')", &p)->error ==
+        AzureError::kOutOfRangeInput);
+  CHECK(ParseResourcePath("/orders(RowKey='1',PartitionKey='a')", &p)->error ==
+        AzureError::kInvalidInput);
   CHECK(ParseResourcePath("/orders/extra", &p)->error == AzureError::kInvalidUri);
 }
 
@@ -172,17 +202,22 @@ TEST_CASE("format negotiation") {
   bool atom = false;
   CHECK_FALSE(NegotiateFormat("", "application/json;odata=nometadata", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kNone);
-  CHECK_FALSE(NegotiateFormat("application/json;odata=fullmetadata", "application/json", "2019-02-02", &m, &atom));
+  CHECK_FALSE(NegotiateFormat("application/json;odata=fullmetadata", "application/json",
+                              "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kFull);
-  CHECK_FALSE(NegotiateFormat("", "application/json; odata=minimalmetadata", "2019-02-02", &m, &atom));
+  CHECK_FALSE(
+      NegotiateFormat("", "application/json; odata=minimalmetadata", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kMinimal);
   CHECK_FALSE(NegotiateFormat("", "application/json", "2019-02-02", &m, &atom));
   CHECK(m == Metadata::kMinimal);
   CHECK(NegotiateFormat("", "application/json;odata=verbose", "2019-02-02", &m, &atom)->error ==
         AzureError::kJsonVerboseFormatNotSupported);
-  CHECK(NegotiateFormat("", "application/atom+xml", "2019-02-02", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
-  CHECK(NegotiateFormat("", "", "2019-02-02", &m, &atom)->error == AzureError::kAtomFormatNotSupported);
-  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error == AzureError::kJsonFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/atom+xml", "2019-02-02", &m, &atom)->error ==
+        AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "", "2019-02-02", &m, &atom)->error ==
+        AzureError::kAtomFormatNotSupported);
+  CHECK(NegotiateFormat("", "application/json", "2012-02-12", &m, &atom)->error ==
+        AzureError::kJsonFormatNotSupported);
 }
 
 }  // namespace cerulean::server

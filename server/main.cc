@@ -1,11 +1,12 @@
 // The composition root: parse the command line, pick the storage backend,
 // build the ServerContext, run the HTTP server until SIGINT/SIGTERM.
+#include <sched.h>
+
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <sched.h>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,7 +64,8 @@ bool Seed(storage::Store& store, const std::string& dir) {
   for (const auto& file : files) {
     std::ifstream in(file);
     size_t count = 0;
-    storage::Status s = server::ImportJsonLines(store, std::string(server::kDevAccount), in, &count);
+    storage::Status s =
+        server::ImportJsonLines(store, std::string(server::kDevAccount), in, &count);
     if (!s.ok()) {
       std::fprintf(stderr, "cerulean: --seed %s: %s\n", file.c_str(), s.ToString().c_str());
       return false;
@@ -122,9 +124,10 @@ int Serve(const server::CliOptions& cli) {
   if (!cli.oauth.empty() && tls == nullptr) {
     // Azurite documents this rule ("OAuth requires HTTPS endpoint"); starting
     // anyway would accept no bearer token at all.
-    std::fprintf(stderr,
-                 "cerulean: OAuth requires HTTPS endpoint. Make sure HTTPS is enabled by providing --cert "
-                 "parameter along with --oauth parameter.\n");
+    std::fprintf(
+        stderr,
+        "cerulean: OAuth requires HTTPS endpoint. Make sure HTTPS is enabled by providing --cert "
+        "parameter along with --oauth parameter.\n");
     return 1;
   }
 
@@ -196,8 +199,8 @@ int Serve(const server::CliOptions& cli) {
 
   std::string host = cli.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n", tls ? "https" : "http", host.c_str(),
-              listener->port());
+  std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n",
+              tls ? "https" : "http", host.c_str(), listener->port());
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

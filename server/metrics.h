@@ -31,7 +31,8 @@ class Metrics {
 
   static constexpr std::chrono::seconds kUsageMaxAge{10};
 
-  static constexpr std::array<double, 12> kBucketsMs = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
+  static constexpr std::array<double, 12> kBucketsMs = {0.1, 0.25, 0.5, 1,   2.5, 5,
+                                                        10,  25,   50,  100, 250, 1000};
 
  private:
   mutable std::mutex mu_;
@@ -40,7 +41,7 @@ class Metrics {
   double sum_ms_ = 0;
   uint64_t count_ = 0;
 
-  std::mutex usage_mu_;  // held while usage is recomputed: one count at a time
+  std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
   std::string usage_text_;  // guarded by usage_mu_
   std::chrono::steady_clock::time_point usage_time_;  // guarded by usage_mu_
 };

@@ -21,26 +21,46 @@ size_t QueryParams::Count(std::string_view name) const {
 
 std::string_view OperationName(Operation op) {
   switch (op) {
-    case Operation::kQueryTables: return "QueryTables";
-    case Operation::kGetTable: return "GetTable";
-    case Operation::kCreateTable: return "CreateTable";
-    case Operation::kDeleteTable: return "DeleteTable";
-    case Operation::kQueryEntities: return "QueryEntities";
-    case Operation::kGetEntity: return "GetEntity";
-    case Operation::kInsertEntity: return "InsertEntity";
-    case Operation::kUpdateEntity: return "UpdateEntity";
-    case Operation::kMergeEntity: return "MergeEntity";
-    case Operation::kDeleteEntity: return "DeleteEntity";
-    case Operation::kInsertOrReplace: return "InsertOrReplaceEntity";
-    case Operation::kInsertOrMerge: return "InsertOrMergeEntity";
-    case Operation::kBatch: return "Batch";
-    case Operation::kGetTableAcl: return "GetTableAcl";
-    case Operation::kSetTableAcl: return "SetTableAcl";
-    case Operation::kGetServiceProperties: return "GetServiceProperties";
-    case Operation::kSetServiceProperties: return "SetServiceProperties";
-    case Operation::kGetServiceStats: return "GetServiceStats";
-    case Operation::kPreflight: return "Preflight";
-    case Operation::kResetAccount: return "ResetAccount";
+    case Operation::kQueryTables:
+      return "QueryTables";
+    case Operation::kGetTable:
+      return "GetTable";
+    case Operation::kCreateTable:
+      return "CreateTable";
+    case Operation::kDeleteTable:
+      return "DeleteTable";
+    case Operation::kQueryEntities:
+      return "QueryEntities";
+    case Operation::kGetEntity:
+      return "GetEntity";
+    case Operation::kInsertEntity:
+      return "InsertEntity";
+    case Operation::kUpdateEntity:
+      return "UpdateEntity";
+    case Operation::kMergeEntity:
+      return "MergeEntity";
+    case Operation::kDeleteEntity:
+      return "DeleteEntity";
+    case Operation::kInsertOrReplace:
+      return "InsertOrReplaceEntity";
+    case Operation::kInsertOrMerge:
+      return "InsertOrMergeEntity";
+    case Operation::kBatch:
+      return "Batch";
+    case Operation::kGetTableAcl:
+      return "GetTableAcl";
+    case Operation::kSetTableAcl:
+      return "SetTableAcl";
+    case Operation::kGetServiceProperties:
+      return "GetServiceProperties";
+    case Operation::kSetServiceProperties:
+      return "SetServiceProperties";
+    case Operation::kGetServiceStats:
+      return "GetServiceStats";
+    case Operation::kPreflight:
+      return "Preflight";
+    case Operation::kResetAccount:
+      return "ResetAccount";
   }
   return "Unknown";
 }
@@ -60,7 +80,8 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
   const ErrorInfo& info = Describe(error.error);
   HttpResponse res{static_cast<http::status>(info.status), req.http.version()};
   res.set("x-ms-error-code", info.code);
-  if (error.error == AzureError::kInvalidAuthenticationInfoToken) res.set(http::field::www_authenticate, kBearerChallenge);
+  if (error.error == AzureError::kInvalidAuthenticationInfoToken)
+    res.set(http::field::www_authenticate, kBearerChallenge);
   if (req.http.method() == http::verb::head) return res;
   if (req.xml_errors) {
     res.set(http::field::content_type, "application/xml");
@@ -72,7 +93,8 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
   // Create Table and Insert Entity echo the preference on errors too.
   if (req.op == Operation::kCreateTable || req.op == Operation::kInsertEntity) {
     std::string_view prefer = Header(req.http, "Prefer");
-    if (prefer == "return-content" || prefer == "return-no-content") res.set("Preference-Applied", prefer);
+    if (prefer == "return-content" || prefer == "return-no-content")
+      res.set("Preference-Applied", prefer);
   }
   return res;
 }

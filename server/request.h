@@ -37,8 +37,8 @@ class Logger;
 struct ServerOptions {
   bool loose = false;
   bool skip_api_version_check = false;
-  bool https = false;  // the listener speaks TLS (--cert)
-  bool oauth = false;  // --oauth basic: bearer tokens accepted (over HTTPS)
+  bool https = false;             // the listener speaks TLS (--cert)
+  bool oauth = false;             // --oauth basic: bearer tokens accepted (over HTTPS)
   bool force_path_style = false;  // --disableProductStyleUrl
 };
 
@@ -74,7 +74,9 @@ struct ResourcePath {
 // Decoded query parameters in order of appearance.
 class QueryParams {
  public:
-  void Add(std::string name, std::string value) { params_.emplace_back(std::move(name), std::move(value)); }
+  void Add(std::string name, std::string value) {
+    params_.emplace_back(std::move(name), std::move(value));
+  }
   // First value of `name`, or nullopt.
   std::optional<std::string_view> Get(std::string_view name) const;
   size_t Count(std::string_view name) const;
@@ -112,20 +114,20 @@ struct Request {
   explicit Request(HttpRequest& h) : http(h) {}
   HttpRequest& http;
   std::string request_id;
-  std::string account;      // the owning (primary) account
+  std::string account;  // the owning (primary) account
   bool secondary = false;
-  std::string base;         // {base}: scheme://host[/account]
-  std::string raw_path;     // request-target path as received (still encoded)
+  std::string base;      // {base}: scheme://host[/account]
+  std::string raw_path;  // request-target path as received (still encoded)
   ResourcePath path;
   QueryParams query;
-  std::string method;       // effective verb (after X-HTTP-Method)
-  std::string version;      // effective service version
+  std::string method;   // effective verb (after X-HTTP-Method)
+  std::string version;  // effective service version
   Operation op = Operation::kQueryTables;
   Metadata format = Metadata::kMinimal;  // JSON metadata level, unless `atom`
-  bool atom = false;        // answer in AtomPub (versions before 2015-12-11)
-  bool atom_body = false;   // the request body is an Atom entry
-  bool xml_errors = false;  // answer errors as XML
-  AuthGrant grant;          // what the credentials allow
+  bool atom = false;                     // answer in AtomPub (versions before 2015-12-11)
+  bool atom_body = false;                // the request body is an Atom entry
+  bool xml_errors = false;               // answer errors as XML
+  AuthGrant grant;                       // what the credentials allow
   std::string peer_address;
 };
 

@@ -29,7 +29,8 @@ bool IsPathStyle(std::string_view host) {
   if (host.empty() || host.front() == '[') return true;
   size_t colon = host.rfind(':');
   if (colon != std::string_view::npos) host = host.substr(0, colon);
-  return IsIpv4(host) || host.find('.') == std::string_view::npos || IEquals(host, "host.docker.internal");
+  return IsIpv4(host) || host.find('.') == std::string_view::npos ||
+         IEquals(host, "host.docker.internal");
 }
 
 std::string_view HostName(std::string_view host) {
@@ -56,7 +57,8 @@ bool EarlyXmlErrors(const HttpRequest& http, const QueryParams& query) {
   if (version < kFirstJsonVersion) return true;
   Metadata level = Metadata::kMinimal;
   bool atom = false;
-  static_cast<void>(NegotiateFormat(query.Get("$format").value_or(""), Header(http, "Accept"), version, &level, &atom));
+  static_cast<void>(NegotiateFormat(query.Get("$format").value_or(""), Header(http, "Accept"),
+                                    version, &level, &atom));
   return atom;
 }
 
@@ -76,42 +78,90 @@ std::optional<ErrorReply> RouteRequest(Request* req, const HttpRequest& http) {
   switch (p.kind) {
     case ResourceKind::kService:
       if (restype == "service" && comp == "properties") {
-        if (m == "GET") { req->op = Operation::kGetServiceProperties; return std::nullopt; }
-        if (m == "PUT") { req->op = Operation::kSetServiceProperties; return std::nullopt; }
+        if (m == "GET") {
+          req->op = Operation::kGetServiceProperties;
+          return std::nullopt;
+        }
+        if (m == "PUT") {
+          req->op = Operation::kSetServiceProperties;
+          return std::nullopt;
+        }
         return not_allowed;
       }
       if (restype == "service" && comp == "stats") {
-        if (m == "GET") { req->op = Operation::kGetServiceStats; return std::nullopt; }
+        if (m == "GET") {
+          req->op = Operation::kGetServiceStats;
+          return std::nullopt;
+        }
         return not_allowed;
       }
       return ErrorReply(AzureError::kInvalidQueryParameterValue);
     case ResourceKind::kTables:
-      if (m == "GET") { req->op = Operation::kQueryTables; return std::nullopt; }
-      if (m == "POST") { req->op = Operation::kCreateTable; return std::nullopt; }
+      if (m == "GET") {
+        req->op = Operation::kQueryTables;
+        return std::nullopt;
+      }
+      if (m == "POST") {
+        req->op = Operation::kCreateTable;
+        return std::nullopt;
+      }
       return not_allowed;
     case ResourceKind::kTable:
-      if (m == "GET") { req->op = Operation::kGetTable; return std::nullopt; }
-      if (m == "DELETE") { req->op = Operation::kDeleteTable; return std::nullopt; }
+      if (m == "GET") {
+        req->op = Operation::kGetTable;
+        return std::nullopt;
+      }
+      if (m == "DELETE") {
+        req->op = Operation::kDeleteTable;
+        return std::nullopt;
+      }
       return not_allowed;
     case ResourceKind::kBatch:
-      if (m == "POST") { req->op = Operation::kBatch; return std::nullopt; }
+      if (m == "POST") {
+        req->op = Operation::kBatch;
+        return std::nullopt;
+      }
       return not_allowed;
     case ResourceKind::kEntities:
       if (comp) {
         if (*comp != "acl") return ErrorReply(AzureError::kInvalidQueryParameterValue);
-        if (m == "GET") { req->op = Operation::kGetTableAcl; return std::nullopt; }
-        if (m == "PUT") { req->op = Operation::kSetTableAcl; return std::nullopt; }
+        if (m == "GET") {
+          req->op = Operation::kGetTableAcl;
+          return std::nullopt;
+        }
+        if (m == "PUT") {
+          req->op = Operation::kSetTableAcl;
+          return std::nullopt;
+        }
         return not_allowed;
       }
-      if (m == "GET") { req->op = Operation::kQueryEntities; return std::nullopt; }
-      if (m == "POST") { req->op = Operation::kInsertEntity; return std::nullopt; }
+      if (m == "GET") {
+        req->op = Operation::kQueryEntities;
+        return std::nullopt;
+      }
+      if (m == "POST") {
+        req->op = Operation::kInsertEntity;
+        return std::nullopt;
+      }
       return not_allowed;
     case ResourceKind::kEntity: {
       bool has_if_match = http.find("If-Match") != http.end();
-      if (m == "GET") { req->op = Operation::kGetEntity; return std::nullopt; }
-      if (m == "PUT") { req->op = has_if_match ? Operation::kUpdateEntity : Operation::kInsertOrReplace; return std::nullopt; }
-      if (m == "MERGE" || m == "PATCH") { req->op = has_if_match ? Operation::kMergeEntity : Operation::kInsertOrMerge; return std::nullopt; }
-      if (m == "DELETE") { req->op = Operation::kDeleteEntity; return std::nullopt; }
+      if (m == "GET") {
+        req->op = Operation::kGetEntity;
+        return std::nullopt;
+      }
+      if (m == "PUT") {
+        req->op = has_if_match ? Operation::kUpdateEntity : Operation::kInsertOrReplace;
+        return std::nullopt;
+      }
+      if (m == "MERGE" || m == "PATCH") {
+        req->op = has_if_match ? Operation::kMergeEntity : Operation::kInsertOrMerge;
+        return std::nullopt;
+      }
+      if (m == "DELETE") {
+        req->op = Operation::kDeleteEntity;
+        return std::nullopt;
+      }
       return not_allowed;
     }
   }
@@ -168,26 +218,40 @@ bool IsWrite(Operation op) {
 
 HttpResponse Dispatch(const ServerContext& ctx, Request& req) {
   switch (req.op) {
-    case Operation::kQueryTables: return QueryTables(ctx, req);
-    case Operation::kGetTable: return GetTable(ctx, req);
-    case Operation::kCreateTable: return CreateTable(ctx, req);
-    case Operation::kDeleteTable: return DeleteTable(ctx, req);
-    case Operation::kGetTableAcl: return GetTableAcl(ctx, req);
-    case Operation::kSetTableAcl: return SetTableAcl(ctx, req);
-    case Operation::kQueryEntities: return QueryEntities(ctx, req);
-    case Operation::kGetEntity: return GetEntity(ctx, req);
+    case Operation::kQueryTables:
+      return QueryTables(ctx, req);
+    case Operation::kGetTable:
+      return GetTable(ctx, req);
+    case Operation::kCreateTable:
+      return CreateTable(ctx, req);
+    case Operation::kDeleteTable:
+      return DeleteTable(ctx, req);
+    case Operation::kGetTableAcl:
+      return GetTableAcl(ctx, req);
+    case Operation::kSetTableAcl:
+      return SetTableAcl(ctx, req);
+    case Operation::kQueryEntities:
+      return QueryEntities(ctx, req);
+    case Operation::kGetEntity:
+      return GetEntity(ctx, req);
     case Operation::kInsertEntity:
     case Operation::kUpdateEntity:
     case Operation::kMergeEntity:
     case Operation::kDeleteEntity:
     case Operation::kInsertOrReplace:
-    case Operation::kInsertOrMerge: return WriteEntity(ctx, req);
-    case Operation::kBatch: return Batch(ctx, req);
-    case Operation::kGetServiceProperties: return GetServiceProperties(ctx, req);
-    case Operation::kSetServiceProperties: return SetServiceProperties(ctx, req);
-    case Operation::kGetServiceStats: return GetServiceStats(ctx, req);
+    case Operation::kInsertOrMerge:
+      return WriteEntity(ctx, req);
+    case Operation::kBatch:
+      return Batch(ctx, req);
+    case Operation::kGetServiceProperties:
+      return GetServiceProperties(ctx, req);
+    case Operation::kSetServiceProperties:
+      return SetServiceProperties(ctx, req);
+    case Operation::kGetServiceStats:
+      return GetServiceStats(ctx, req);
     case Operation::kPreflight:
-    case Operation::kResetAccount: break;
+    case Operation::kResetAccount:
+      break;
   }
   return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
 }
@@ -204,7 +268,8 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
     }
   }
   if (count == 0) return std::nullopt;
-  if (count > 1 || value.find(',') != std::string_view::npos) return ErrorReply(AzureError::kXMethodIncorrectCount);
+  if (count > 1 || value.find(',') != std::string_view::npos)
+    return ErrorReply(AzureError::kXMethodIncorrectCount);
   if (*method != "POST") return ErrorReply(AzureError::kXMethodNotUsingPost);
   if (value != "MERGE" && value != "PUT" && value != "DELETE" && value != "PATCH") {
     return ErrorReply(AzureError::kXMethodIncorrectValue);
@@ -229,7 +294,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   for (auto param : url.encoded_params()) {
     auto key = PercentDecode(param.key, true);
     auto value = PercentDecode(param.value, true);
-    if (!key || !value) return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+    if (!key || !value)
+      return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
     req.query.Add(std::move(*key), std::move(*value));
   }
 
@@ -240,7 +306,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   req.xml_errors = EarlyXmlErrors(http, req.query);
 
   std::string_view host = Header(http, "Host");
-  if (host.empty() && http.version() >= 11) return ErrorResponse(req, ErrorReply(AzureError::kHostInformationNotPresent));
+  if (host.empty() && http.version() >= 11)
+    return ErrorResponse(req, ErrorReply(AzureError::kHostInformationNotPresent));
   std::string scheme = ctx.options.https ? "https://" : "http://";
   std::string_view resource_raw;
   std::string account;
@@ -249,7 +316,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
     size_t slash = rest.find('/');
     std::string_view segment = rest.substr(0, slash);
     auto decoded = PercentDecode(segment);
-    if (!decoded || decoded->empty()) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+    if (!decoded || decoded->empty())
+      return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
     account = *decoded;
     resource_raw = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
     req.base = scheme + std::string(host) + "/" + std::string(segment);
@@ -294,7 +362,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   if (req.secondary && IsWrite(req.op)) {
     return ErrorResponse(req, ErrorReply(AzureError::kInsufficientAccountPermissions));
   }
-  std::string_view table = req.path.kind == ResourceKind::kTable || req.path.kind == ResourceKind::kEntities ||
+  std::string_view table = req.path.kind == ResourceKind::kTable ||
+                                   req.path.kind == ResourceKind::kEntities ||
                                    req.path.kind == ResourceKind::kEntity
                                ? std::string_view(req.path.table)
                                : std::string_view();
@@ -303,7 +372,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   // Content negotiation. Errors are XML for Atom and for versions that
   // predate JSON (errors-limits.md §1.2).
   std::string_view format_param = req.query.Get("$format").value_or("");
-  auto negotiated = NegotiateFormat(format_param, Header(http, "Accept"), req.version, &req.format, &req.atom);
+  auto negotiated =
+      NegotiateFormat(format_param, Header(http, "Accept"), req.version, &req.format, &req.atom);
   req.xml_errors = req.atom || req.version < kFirstJsonVersion;
   if (negotiated) {
     // Operations without an OData body succeed whatever was asked for.
@@ -335,7 +405,8 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   return Dispatch(ctx, req);
 }
 
-void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res, bool keep_alive) {
+void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res,
+                    bool keep_alive) {
   res.set("x-ms-request-id", req.request_id);
   res.set("x-ms-version", req.version.empty() ? std::string(kNewestVersion) : req.version);
   res.set(http::field::date, HttpDateNow());
@@ -372,7 +443,8 @@ std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* ou
     }
     return std::nullopt;
   }
-  if (s.back() != ')') return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+  if (s.back() != ')')
+    return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
   std::string_view inner = s.substr(paren + 1, s.size() - paren - 2);
   if (name == "Tables") {
     if (inner.empty()) {
@@ -390,7 +462,8 @@ std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* ou
     return std::nullopt;
   }
   auto keys = odata::ParseKeyPath(inner);
-  if (!keys.ok()) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+  if (!keys.ok())
+    return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
   out->kind = ResourceKind::kEntity;
   out->partition_key = std::move(keys->partition_key);
   out->row_key = std::move(keys->row_key);
@@ -421,7 +494,8 @@ std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::st
     std::string odata;
     while (semi != std::string_view::npos) {
       size_t next = range.find(';', semi + 1);
-      std::string_view param = Trim(range.substr(semi + 1, next == std::string_view::npos ? next : next - semi - 1));
+      std::string_view param =
+          Trim(range.substr(semi + 1, next == std::string_view::npos ? next : next - semi - 1));
       size_t eq = param.find('=');
       if (eq != std::string_view::npos && IEquals(Trim(param.substr(0, eq)), "odata")) {
         odata = ToLower(Trim(param.substr(eq + 1)));
@@ -430,14 +504,19 @@ std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::st
     }
     if (IEquals(type, "application/json") || IEquals(type, "json")) {
       if (odata == "verbose") return ErrorReply(AzureError::kJsonVerboseFormatNotSupported);
-      if (odata.empty() || odata == "minimalmetadata") *out = Metadata::kMinimal;
-      else if (odata == "nometadata") *out = Metadata::kNone;
-      else if (odata == "fullmetadata") *out = Metadata::kFull;
-      else continue;
+      if (odata.empty() || odata == "minimalmetadata")
+        *out = Metadata::kMinimal;
+      else if (odata == "nometadata")
+        *out = Metadata::kNone;
+      else if (odata == "fullmetadata")
+        *out = Metadata::kFull;
+      else
+        continue;
       if (version < kFirstJsonVersion) return ErrorReply(AzureError::kJsonFormatNotSupported);
       return std::nullopt;
     }
-    if (IEquals(type, "application/atom+xml") || IEquals(type, "application/xml") || IEquals(type, "atom")) {
+    if (IEquals(type, "application/atom+xml") || IEquals(type, "application/xml") ||
+        IEquals(type, "atom")) {
       return choose_atom();
     }
     // Any type: the service's default while it had Atom, JSON after.
@@ -449,7 +528,8 @@ std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::st
   return ErrorReply(AzureError::kMediaTypeNotSupported);
 }
 
-HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http, const std::string& peer_address) {
+HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
+                           const std::string& peer_address) {
   auto started = std::chrono::steady_clock::now();
   Request req(http);
   req.request_id = NewRequestId();
@@ -461,7 +541,8 @@ HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http, const st
     res = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
   }
   FinishResponse(ctx, req, res, http.keep_alive());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
   if (ctx.logger) ctx.logger->Access(req, res, ms);
   return res;

@@ -11,7 +11,8 @@
 namespace cerulean::server {
 
 // Answers one HTTP request. Never throws.
-HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http, const std::string& peer_address);
+HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
+                           const std::string& peer_address);
 
 // Parses the resource part of a decoded path (after the account segment),
 // e.g. "/orders(PartitionKey='a',RowKey='b')". Exposed for tests.

@@ -38,8 +38,8 @@ void SerializeResponse(const HttpResponse& res, std::string* out) {
   out->reserve(512 + res.body().size());
   out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
   unsigned code = res.result_int();
-  char digits[3] = {static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
-                    static_cast<char>('0' + code % 10)};
+  char digits[3] = {static_cast<char>('0' + code / 100 % 10),
+                    static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10)};
   out->append(digits, 3);
   out->push_back(' ');
   std::string_view reason = res.reason();
@@ -196,8 +196,9 @@ template <class Derived>
 void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
   response_ = std::move(res);
   SerializeResponse(response_, &wire_);
-  net::async_write(derived().stream(), net::buffer(wire_),
-                   beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
+  net::async_write(
+      derived().stream(), net::buffer(wire_),
+      beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
 }
 
 template <class Derived>

@@ -2,15 +2,15 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/params.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <boost/url/decode_view.hpp>
 #include <boost/url/grammar/error.hpp>
-#include <boost/url/rfc/pchars.hpp>
 #include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/pchars.hpp>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -24,10 +24,14 @@ size_t Utf8SeqLen(std::string_view s, size_t i) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t n;
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
@@ -36,32 +40,59 @@ size_t Utf8SeqLen(std::string_view s, size_t i) {
 }
 }  // namespace
 
+namespace {
+
+// Appends the longest run of printable ASCII starting at s[i] that `special`
+// does not flag, in one copy, and returns where it ends (i if none). The
+// escapers below handle the byte there one by one.
+template <typename Special>
+size_t AppendPlainRun(std::string* out, std::string_view s, size_t i, Special special) {
+  size_t end = i;
+  while (end < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[end]);
+    if (c < 0x20 || c >= 0x80 || special(c)) break;
+    ++end;
+  }
+  out->append(s.data() + i, end - i);
+  return end;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
-    // Copy the longest run of characters that need no escaping at once.
-    size_t run = i;
-    while (run < s.size()) {
-      unsigned char r = static_cast<unsigned char>(s[run]);
-      if (r < 0x20 || r >= 0x80 || r == '"' || r == '\\') break;
-      ++run;
-    }
-    if (run > i) {
-      out->append(s.data() + i, run - i);
-      i = run;
+    if (size_t end =
+            AppendPlainRun(out, s, i, [](unsigned char c) { return c == '"' || c == '\\'; });
+        end > i) {
+      i = end;
       continue;
     }
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': *out += "\\\""; break;
-        case '\\': *out += "\\\\"; break;
-        case '\n': *out += "\\n"; break;
-        case '\r': *out += "\\r"; break;
-        case '\t': *out += "\\t"; break;
-        case '\b': *out += "\\b"; break;
-        case '\f': *out += "\\f"; break;
+        case '"':
+          *out += "\\\"";
+          break;
+        case '\\':
+          *out += "\\\\";
+          break;
+        case '\n':
+          *out += "\\n";
+          break;
+        case '\r':
+          *out += "\\r";
+          break;
+        case '\t':
+          *out += "\\t";
+          break;
+        case '\b':
+          *out += "\\b";
+          break;
+        case '\f':
+          *out += "\\f";
+          break;
         default:
           *out += "\\u00";
           out->push_back(kHex[c >> 4]);
@@ -85,12 +116,23 @@ void AppendJsonString(std::string* out, std::string_view s) {
 void AppendXmlEscaped(std::string* out, std::string_view s) {
   for (char c : s) {
     switch (c) {
-      case '&': *out += "&amp;"; break;
-      case '<': *out += "&lt;"; break;
-      case '>': *out += "&gt;"; break;
-      case '"': *out += "&quot;"; break;
-      case '\'': *out += "&apos;"; break;
-      default: out->push_back(c);
+      case '&':
+        *out += "&amp;";
+        break;
+      case '<':
+        *out += "&lt;";
+        break;
+      case '>':
+        *out += "&gt;";
+        break;
+      case '"':
+        *out += "&quot;";
+        break;
+      case '\'':
+        *out += "&apos;";
+        break;
+      default:
+        out->push_back(c);
     }
   }
 }
@@ -103,12 +145,12 @@ size_t XmlCharLen(std::string_view s, size_t i) {
   if (n < 3) return n;
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
   if (n == 3) {
-    if (b(0) == 0xE0 && b(1) < 0xA0) return 0;                    // overlong
-    if (b(0) == 0xED && b(1) >= 0xA0) return 0;                   // surrogate
+    if (b(0) == 0xE0 && b(1) < 0xA0) return 0;                   // overlong
+    if (b(0) == 0xED && b(1) >= 0xA0) return 0;                  // surrogate
     if (b(0) == 0xEF && b(1) == 0xBF && b(2) >= 0xBE) return 0;  // U+FFFE, U+FFFF
     return 3;
   }
-  if (b(0) == 0xF0 && b(1) < 0x90) return 0;  // overlong
+  if (b(0) == 0xF0 && b(1) < 0x90) return 0;   // overlong
   if (b(0) == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
   return 4;
 }
@@ -116,15 +158,9 @@ size_t XmlCharLen(std::string_view s, size_t i) {
 
 void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
   for (size_t i = 0; i < s.size();) {
-    size_t run = i;
-    while (run < s.size()) {
-      unsigned char r = static_cast<unsigned char>(s[run]);
-      if (r < 0x20 || r >= 0x80 || r == '&' || r == '<' || r == '>' || r == '"') break;
-      ++run;
-    }
-    if (run > i) {
-      out->append(s.data() + i, run - i);
-      i = run;
+    auto markup = [](unsigned char c) { return c == '&' || c == '<' || c == '>' || c == '"'; };
+    if (size_t end = AppendPlainRun(out, s, i, markup); end > i) {
+      i = end;
       continue;
     }
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -140,23 +176,38 @@ void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
       continue;
     }
     switch (c) {
-      case '&': *out += "&amp;"; break;
-      case '<': *out += "&lt;"; break;
-      case '>': *out += "&gt;"; break;
-      case '"':
-        if (attribute) *out += "&quot;";
-        else out->push_back('"');
+      case '&':
+        *out += "&amp;";
         break;
-      case '\r': *out += "&#xD;"; break;
+      case '<':
+        *out += "&lt;";
+        break;
+      case '>':
+        *out += "&gt;";
+        break;
+      case '"':
+        if (attribute)
+          *out += "&quot;";
+        else
+          out->push_back('"');
+        break;
+      case '\r':
+        *out += "&#xD;";
+        break;
       case '\n':
-        if (attribute) *out += "&#xA;";
-        else out->push_back('\n');
+        if (attribute)
+          *out += "&#xA;";
+        else
+          out->push_back('\n');
         break;
       case '\t':
-        if (attribute) *out += "&#x9;";
-        else out->push_back('\t');
+        if (attribute)
+          *out += "&#x9;";
+        else
+          out->push_back('\t');
         break;
-      default: *out += "\xEF\xBF\xBD";  // a C0 control XML 1.0 cannot carry
+      default:
+        *out += "\xEF\xBF\xBD";  // a C0 control XML 1.0 cannot carry
     }
     ++i;
   }
@@ -219,10 +270,12 @@ class HmacCache {
   bool Sign(std::string_view key, std::string_view message, unsigned char* md, size_t* len) {
     if (ctx_ == nullptr) return false;
     bool same_key = have_key_ && key == key_;
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", const_cast<char*>("SHA256"), 0),
-                           OSSL_PARAM_construct_end()};
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string("digest", const_cast<char*>("SHA256"), 0),
+        OSSL_PARAM_construct_end()};
     int ok = same_key ? EVP_MAC_init(ctx_, nullptr, 0, nullptr)
-                      : EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params);
+                      : EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()),
+                                     key.size(), params);
     if (ok != 1) {
       have_key_ = false;
       return false;
@@ -231,7 +284,8 @@ class HmacCache {
       key_.assign(key);
       have_key_ = true;
     }
-    return EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1 &&
+    return EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(message.data()),
+                          message.size()) == 1 &&
            EVP_MAC_final(ctx_, md, len, EVP_MAX_MD_SIZE) == 1;
   }
 
@@ -311,11 +365,12 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
   static constexpr std::string_view kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
   static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  if (s.size() != 29 || s.substr(3, 2) != ", " || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' || s[19] != ':' ||
-      s[22] != ':' || s.substr(25) != " GMT") {
+  if (s.size() != 29 || s.substr(3, 2) != ", " || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+      s[19] != ':' || s[22] != ':' || s.substr(25) != " GMT") {
     return std::nullopt;
   }
-  if (std::find(std::begin(kDays), std::end(kDays), s.substr(0, 3)) == std::end(kDays)) return std::nullopt;
+  if (std::find(std::begin(kDays), std::end(kDays), s.substr(0, 3)) == std::end(kDays))
+    return std::nullopt;
   auto month_it = std::find(std::begin(kMonths), std::end(kMonths), s.substr(8, 3));
   if (month_it == std::end(kMonths)) return std::nullopt;
   auto number = [&](size_t pos, size_t len) -> int {
@@ -326,13 +381,15 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
     }
     return v;
   };
-  int day = number(5, 2), year = number(12, 4), hour = number(17, 2), minute = number(20, 2), second = number(23, 2);
-  if (day < 1 || day > 31 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 ||
-      second > 60) {
+  int day = number(5, 2), year = number(12, 4), hour = number(17, 2), minute = number(20, 2),
+      second = number(23, 2);
+  if (day < 1 || day > 31 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
+      second < 0 || second > 60) {
     return std::nullopt;
   }
   using namespace std::chrono;
-  year_month_day ymd{std::chrono::year{year}, month{static_cast<unsigned>(month_it - std::begin(kMonths) + 1)},
+  year_month_day ymd{std::chrono::year{year},
+                     month{static_cast<unsigned>(month_it - std::begin(kMonths) + 1)},
                      std::chrono::day{static_cast<unsigned>(day)}};
   if (!ymd.ok()) return std::nullopt;
   int64_t days = sys_days{ymd}.time_since_epoch().count();

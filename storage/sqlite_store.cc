@@ -442,7 +442,8 @@ Status SqliteStore::Init() {
       if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
       // Readers see database pages through a shared mapping rather than a
       // pread and a copy into each connection's own page cache.
-      if (s.ok()) s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
+      if (s.ok())
+        s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
       if (!s.ok()) return s;
       idle_readers_.push_back(std::move(reader));
     }
@@ -695,11 +696,13 @@ Status SqliteStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* byte
     // Rows of dropped tables awaiting the reaper have no `tables` row.
     Stmt entities;
     s = c->Prepare(
-        "SELECT t.account, COUNT(*) FROM tables t JOIN entities e ON e.table_id = t.id GROUP BY t.account",
+        "SELECT t.account, COUNT(*) FROM tables t JOIN entities e ON e.table_id = t.id GROUP BY "
+        "t.account",
         &entities);
     int rc = SQLITE_DONE;
     while (s.ok() && (rc = entities.Step()) == SQLITE_ROW) {
-      by_account[std::string(entities.ColumnText(0))].entities = static_cast<uint64_t>(entities.ColumnInt64(1));
+      by_account[std::string(entities.ColumnText(0))].entities =
+          static_cast<uint64_t>(entities.ColumnInt64(1));
     }
     if (s.ok() && rc != SQLITE_DONE) s = SqlStatus(c->db, rc, "count entities");
   }
@@ -1042,7 +1045,8 @@ constexpr int kWalHardLimitPages = 16000;
 int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
   if (pages >= kWalHardLimitPages) {
     int log_pages = 0, copied = 0;
-    static_cast<void>(sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
+    static_cast<void>(
+        sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
     return SQLITE_OK;
   }
   if (pages >= kCheckpointPages) {
@@ -1066,8 +1070,8 @@ void SqliteStore::CheckpointLoop() {
     // PASSIVE: copies what no reader still needs, never waits for locks. A
     // failure (e.g. SQLITE_BUSY) is retried at the next trigger.
     int log_pages = 0, copied = 0;
-    static_cast<void>(sqlite3_wal_checkpoint_v2(checkpointer_conn_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                                &log_pages, &copied));
+    static_cast<void>(sqlite3_wal_checkpoint_v2(checkpointer_conn_->db, nullptr,
+                                                SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
     lock.lock();
   }
 }

@@ -192,8 +192,8 @@ class SqliteStore final : public Store {
   // Checkpointer state.
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
-  bool checkpoint_pending_ = false;  // guarded by checkpoint_mu_
-  bool checkpoint_stopping_ = false;  // guarded by checkpoint_mu_
+  bool checkpoint_pending_ = false;                // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;               // guarded by checkpoint_mu_
   std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
   std::thread checkpointer_;
 

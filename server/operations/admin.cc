@@ -9,9 +9,11 @@ namespace cerulean::server {
 
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
   req.version = std::string(kNewestVersion);
-  if (path == "/_health" && (req.http.method() == http::verb::get || req.http.method() == http::verb::head)) {
+  if (path == "/_health" &&
+      (req.http.method() == http::verb::get || req.http.method() == http::verb::head)) {
     bool healthy = ctx.store->Healthy();
-    HttpResponse res = MakeResponse(req, healthy ? http::status::ok : http::status::service_unavailable);
+    HttpResponse res =
+        MakeResponse(req, healthy ? http::status::ok : http::status::service_unavailable);
     res.set(http::field::content_type, "application/json");
     res.body() = healthy ? R"({"status":"ok"})" : R"({"status":"unavailable"})";
     return res;
@@ -32,7 +34,8 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     }
     req.account = *account;
     req.op = Operation::kResetAccount;
-    if (req.http.method() != http::verb::post) return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
+    if (req.http.method() != http::verb::post)
+      return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
     if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
     if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
       return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));

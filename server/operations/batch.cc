@@ -35,8 +35,8 @@ struct BatchFailure {
 };
 
 // Splits an inner URL into its base and the decoded resource part.
-std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view url, std::string* base,
-                                          ResourcePath* path) {
+std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view url,
+                                          std::string* base, ResourcePath* path) {
   const ErrorReply invalid(AzureError::kInvalidInput);
   std::string_view encoded_path;
   std::string scheme_host;
@@ -61,7 +61,8 @@ std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view u
   std::string_view resource = encoded_path;
   std::string prefix;
   if (first_decoded && slash != std::string_view::npos &&
-      (IEquals(*first_decoded, req.account) || IEquals(*first_decoded, req.account + "-secondary"))) {
+      (IEquals(*first_decoded, req.account) ||
+       IEquals(*first_decoded, req.account + "-secondary"))) {
     resource = rest.substr(slash);
     prefix = "/" + std::string(first);
   }
@@ -75,7 +76,8 @@ std::vector<std::pair<std::string, std::string>> CommonSubHeaders() {
   return {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-cache"}};
 }
 
-BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const BatchOp* op, const BatchFailure& f) {
+BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const BatchOp* op,
+                          const BatchFailure& f) {
   const ErrorInfo& info = Describe(f.error.error);
   BatchSubResponse sub;
   sub.status = info.status;
@@ -87,7 +89,8 @@ BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const Batch
   sub.headers.emplace_back("DataServiceVersion", "3.0;");
   std::string message = std::to_string(f.index) + ":" + std::string(f.error.Message());
   if (op == nullptr || op->json_errors) {
-    sub.headers.emplace_back("Content-Type", std::string(JsonContentType(op ? op->format : Metadata::kMinimal)));
+    sub.headers.emplace_back("Content-Type",
+                             std::string(JsonContentType(op ? op->format : Metadata::kMinimal)));
     sub.body = JsonErrorBody(info.code, message, req.request_id);
   } else {
     sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
@@ -97,15 +100,19 @@ BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const Batch
 }
 
 // The body of a sub-response carrying `entity`, in the operation's format.
-void AppendEntityBody(std::string* out, const storage::Entity& entity, const Request& req, const BatchOp& op) {
+void AppendEntityBody(std::string* out, const storage::Entity& entity, const Request& req,
+                      const BatchOp& op) {
   if (op.atom) {
-    AppendEntityAtom(out, entity, MakeAtomContext(op.base, req.account, op.path.table), true, nullptr);
+    AppendEntityAtom(out, entity, MakeAtomContext(op.base, req.account, op.path.table), true,
+                     nullptr);
   } else {
-    AppendEntityJson(out, entity, JsonContext{op.base, req.account, op.path.table, op.format}, true, nullptr);
+    AppendEntityJson(out, entity, JsonContext{op.base, req.account, op.path.table, op.format}, true,
+                     nullptr);
   }
 }
 
-HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubResponse>& subs, bool changeset) {
+HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubResponse>& subs,
+                               bool changeset) {
   HttpResponse res = MakeResponse(req, http::status::accepted);
   std::string content_type;
   res.body() = SerializeBatchResponse(subs, changeset, &content_type);
@@ -119,21 +126,27 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   // No Accept: JSON, except before 2015-12-11 where Atom is the default.
   auto accept = part.Header("Accept");
   if (accept || req.version < kFirstAtomlessVersion) {
-    bool ok = NegotiateFormat("", accept.value_or(""), req.version, &op.format, &op.atom) == std::nullopt;
+    bool ok =
+        NegotiateFormat("", accept.value_or(""), req.version, &op.format, &op.atom) == std::nullopt;
     op.json_errors = ok && !op.atom;
   }
-  if (auto err = ResolveInnerUrl(req, part.url, &op.base, &op.path); err || op.path.kind != ResourceKind::kEntity) {
+  if (auto err = ResolveInnerUrl(req, part.url, &op.base, &op.path);
+      err || op.path.kind != ResourceKind::kEntity) {
     return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
   }
-  if (auto err = Authorize(req, Operation::kGetEntity, op.path.table)) return ErrorResponse(req, *err);
+  if (auto err = Authorize(req, Operation::kGetEntity, op.path.table))
+    return ErrorResponse(req, *err);
   std::vector<BatchSubResponse> subs;
-  auto entity = ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
+  auto entity =
+      ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
   if (!entity.ok() || !req.grant.InRange(op.path.partition_key, op.path.row_key)) {
-    ErrorReply e = entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
+    ErrorReply e =
+        entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
     subs.push_back(ErrorSub(req, &part, &op, BatchFailure{0, e}));
     // A retrieve's error carries no index prefix.
-    subs.back().body = op.json_errors ? JsonErrorBody(Describe(e.error).code, e.Message(), req.request_id)
-                                      : XmlErrorBody(Describe(e.error).code, e.Message(), req.request_id);
+    subs.back().body = op.json_errors
+                           ? JsonErrorBody(Describe(e.error).code, e.Message(), req.request_id)
+                           : XmlErrorBody(Describe(e.error).code, e.Message(), req.request_id);
     return MultipartResponse(req, subs, false);
   }
   BatchSubResponse sub;
@@ -141,7 +154,8 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   sub.content_id = part.content_id;
   sub.headers = CommonSubHeaders();
   sub.headers.emplace_back("DataServiceVersion", "3.0;");
-  sub.headers.emplace_back("Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+  sub.headers.emplace_back("Content-Type",
+                           std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
   sub.headers.emplace_back("ETag", ETagFor(entity->timestamp));
   AppendEntityBody(&sub.body, *entity, req, op);
   subs.push_back(std::move(sub));
@@ -149,7 +163,8 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
 }
 
 // Parses change set part `i` into `op`.
-std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part, BatchOp* op) {
+std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part,
+                                             BatchOp* op) {
   if (auto accept = part.Header("Accept")) {
     bool ok = NegotiateFormat("", *accept, req.version, &op->format, &op->atom) == std::nullopt;
     op->json_errors = ok && !op->atom;
@@ -202,15 +217,17 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
     sub.headers = CommonSubHeaders();
     sub.headers.emplace_back("DataServiceVersion", "1.0;");
     sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
-    sub.body = XmlErrorBody("InvalidInput", "An error occurred while processing this request.", req.request_id);
+    sub.body = XmlErrorBody("InvalidInput", "An error occurred while processing this request.",
+                            req.request_id);
     return MultipartResponse(req, {sub}, true);
   }
   std::vector<BatchOp> ops(std::min(parts.size(), kMaxBatchOperations));
   std::optional<BatchFailure> failure;
   if (parts.size() > kMaxBatchOperations) {
-    failure = BatchFailure{kMaxBatchOperations - 1,
-                           ErrorReply(AzureError::kInvalidInput,
-                                      "The batch request operation exceeds the maximum 100 changes per change set.")};
+    failure = BatchFailure{
+        kMaxBatchOperations - 1,
+        ErrorReply(AzureError::kInvalidInput,
+                   "The batch request operation exceeds the maximum 100 changes per change set.")};
   }
   for (size_t i = 0; i < ops.size() && !failure; ++i) {
     BatchOp& op = ops[i];
@@ -250,7 +267,8 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
       i = 0;
       op = &ops[0];
     }
-    return MultipartResponse(req, {ErrorSub(req, i < parts.size() ? &parts[i] : nullptr, op, *failure)}, true);
+    return MultipartResponse(
+        req, {ErrorSub(req, i < parts.size() ? &parts[i] : nullptr, op, *failure)}, true);
   }
 
   std::vector<storage::WriteOp> writes;
@@ -258,13 +276,15 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
   for (auto& op : ops) writes.push_back(std::move(op.write));
   storage::ApplyResult applied;
   storage::ApplyError apply_error;
-  storage::Status s = ctx.store->Apply(req.account, ops[0].path.table, writes, &applied, &apply_error);
+  storage::Status s =
+      ctx.store->Apply(req.account, ops[0].path.table, writes, &applied, &apply_error);
   if (!s.ok()) {
     if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption) {
       return ErrorResponse(req, FromStatus(s));
     }
     size_t i = apply_error.index < ops.size() ? apply_error.index : 0;
-    return MultipartResponse(req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
+    return MultipartResponse(
+        req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
   }
 
   std::vector<BatchSubResponse> subs;
@@ -285,8 +305,8 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
       }
       sub.headers.emplace_back("DataServiceVersion", "3.0;");
       if (!no_content) {
-        sub.headers.emplace_back("Content-Type",
-                                 std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+        sub.headers.emplace_back(
+            "Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
       }
       sub.headers.emplace_back("Location", location);
       sub.headers.emplace_back("DataServiceId", location);

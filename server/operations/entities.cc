@@ -41,10 +41,11 @@ std::optional<ErrorReply> ParseIfMatch(std::string_view value, std::optional<int
     *out = ParseETag(value).value_or(-1);
     return std::nullopt;
   }
-  return ErrorReply(AzureError::kInvalidInput,
-                    "The etag value '" + std::string(value) +
-                        "' specified in one of the request headers is not valid. Please make sure only one "
-                        "etag value is specified and is valid.");
+  return ErrorReply(
+      AzureError::kInvalidInput,
+      "The etag value '" + std::string(value) +
+          "' specified in one of the request headers is not valid. Please make sure only one "
+          "etag value is specified and is valid.");
 }
 
 JsonContext EntityJsonContext(const Request& req) {
@@ -56,7 +57,8 @@ HttpResponse EntityResponse(const Request& req, http::status status, const stora
                             const std::vector<std::string>* select) {
   std::string body;
   if (req.atom) {
-    AppendEntityAtom(&body, entity, MakeAtomContext(req.base, req.account, req.path.table), true, select);
+    AppendEntityAtom(&body, entity, MakeAtomContext(req.base, req.account, req.path.table), true,
+                     select);
     return AtomResponse(req, status, std::move(body));
   }
   body.reserve(768);
@@ -118,23 +120,39 @@ std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
 }
 
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
-                                       std::optional<std::string_view> if_match, std::string_view body,
-                                       bool atom_body, storage::WriteOp* out) {
+                                       std::optional<std::string_view> if_match,
+                                       std::string_view body, bool atom_body,
+                                       storage::WriteOp* out) {
   using storage::WriteKind;
   switch (op) {
-    case Operation::kInsertEntity: out->kind = WriteKind::kInsert; break;
-    case Operation::kUpdateEntity: out->kind = WriteKind::kUpdate; break;
-    case Operation::kMergeEntity: out->kind = WriteKind::kMerge; break;
-    case Operation::kDeleteEntity: out->kind = WriteKind::kDelete; break;
-    case Operation::kInsertOrReplace: out->kind = WriteKind::kInsertOrReplace; break;
-    case Operation::kInsertOrMerge: out->kind = WriteKind::kInsertOrMerge; break;
-    default: return ErrorReply(AzureError::kInvalidInput);
+    case Operation::kInsertEntity:
+      out->kind = WriteKind::kInsert;
+      break;
+    case Operation::kUpdateEntity:
+      out->kind = WriteKind::kUpdate;
+      break;
+    case Operation::kMergeEntity:
+      out->kind = WriteKind::kMerge;
+      break;
+    case Operation::kDeleteEntity:
+      out->kind = WriteKind::kDelete;
+      break;
+    case Operation::kInsertOrReplace:
+      out->kind = WriteKind::kInsertOrReplace;
+      break;
+    case Operation::kInsertOrMerge:
+      out->kind = WriteKind::kInsertOrMerge;
+      break;
+    default:
+      return ErrorReply(AzureError::kInvalidInput);
   }
-  if (op == Operation::kUpdateEntity || op == Operation::kMergeEntity || op == Operation::kDeleteEntity) {
+  if (op == Operation::kUpdateEntity || op == Operation::kMergeEntity ||
+      op == Operation::kDeleteEntity) {
     if (!if_match) {
       // Update/Merge without If-Match were routed to the upserts; only a
       // delete can get here without one.
-      return ErrorReply(AzureError::kInvalidInput, "If-Match header is mandatory when deleting an entity.");
+      return ErrorReply(AzureError::kInvalidInput,
+                        "If-Match header is mandatory when deleting an entity.");
     }
     if (auto err = ParseIfMatch(*if_match, &out->if_match)) return err;
   }
@@ -178,8 +196,9 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
   if (!s.ok()) return ErrorResponse(req, FromStatus(s));
 
   const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
-  HttpResponse res = req.atom ? AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select))
-                              : JsonResponse(req, http::status::ok, EntityFeedJson(req, result.entities, select));
+  HttpResponse res =
+      req.atom ? AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select))
+               : JsonResponse(req, http::status::ok, EntityFeedJson(req, result.entities, select));
   if (result.next) {
     res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(result.next->partition_key));
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(result.next->row_key));
@@ -193,9 +212,11 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   if (!req.grant.InRange(req.path.partition_key, req.path.row_key)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
   }
-  auto entity = ctx.store->GetEntity(req.account, req.path.table, req.path.partition_key, req.path.row_key);
+  auto entity =
+      ctx.store->GetEntity(req.account, req.path.table, req.path.partition_key, req.path.row_key);
   if (!entity.ok()) return ErrorResponse(req, FromStatus(entity.status()));
-  HttpResponse res = EntityResponse(req, http::status::ok, *entity, opts.select ? &*opts.select : nullptr);
+  HttpResponse res =
+      EntityResponse(req, http::status::ok, *entity, opts.select ? &*opts.select : nullptr);
   res.set(http::field::etag, ETagFor(entity->timestamp));
   return res;
 }
@@ -203,11 +224,14 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
 HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
   if (req.http.find(http::field::if_none_match) != req.http.end()) {
     bool both = req.http.find(http::field::if_match) != req.http.end();
-    return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput,
-                                         both ? "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. Please specify either one of the headers or none of them."
-                                              : std::string("If-None-Match HTTP header cannot be specified for ") +
-                                                    (req.op == Operation::kDeleteEntity ? "DELETE" : "PUT") +
-                                                    " operations."));
+    return ErrorResponse(
+        req,
+        ErrorReply(AzureError::kInvalidInput,
+                   both ? "Both If-Match and If-None-Match HTTP headers cannot be specified at the "
+                          "same time. Please specify either one of the headers or none of them."
+                        : std::string("If-None-Match HTTP header cannot be specified for ") +
+                              (req.op == Operation::kDeleteEntity ? "DELETE" : "PUT") +
+                              " operations."));
   }
   std::optional<std::string_view> if_match;
   if (auto it = req.http.find(http::field::if_match); it != req.http.end()) {
@@ -236,7 +260,8 @@ HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
     res.set(http::field::etag, ETagFor(ts));
     return res;
   }
-  std::string location = req.base + "/" + EntityPath(req.path.table, entity.partition_key, entity.row_key);
+  std::string location =
+      req.base + "/" + EntityPath(req.path.table, entity.partition_key, entity.row_key);
   std::string_view prefer = Header(req.http, "Prefer");
   if (prefer == "return-no-content") {
     HttpResponse res = MakeResponse(req, http::status::no_content);

@@ -37,8 +37,9 @@ std::optional<ErrorReply> ValidateTableName(std::string_view name);
 // entry iff `atom_body`, else JSON. `if_match` is nullopt when the header is
 // absent.
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
-                                       std::optional<std::string_view> if_match, std::string_view body,
-                                       bool atom_body, storage::WriteOp* out);
+                                       std::optional<std::string_view> if_match,
+                                       std::string_view body, bool atom_body,
+                                       storage::WriteOp* out);
 
 // Validates URL keys (operations.md §4.1).
 std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path);

@@ -61,13 +61,15 @@ std::string TableFeedAtom(const Request& req, const std::vector<std::string>& na
 
 std::optional<ErrorReply> ValidateTableName(std::string_view name) {
   if (IEquals(name, "tables")) return ErrorReply(AzureError::kInvalidInput);
-  bool chars_ok = !name.empty() && ((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z'));
+  bool chars_ok =
+      !name.empty() && ((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z'));
   for (char c : name) {
     chars_ok &= (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   }
   if (!chars_ok) return ErrorReply(AzureError::kInvalidResourceName);
-  if (name.size() < 3 || name.size() > 63) return ErrorReply(AzureError::kOutOfRangeInput,
-                                                             "The specified resource name length is not within the permissible limits.");
+  if (name.size() < 3 || name.size() > 63)
+    return ErrorReply(AzureError::kOutOfRangeInput,
+                      "The specified resource name length is not within the permissible limits.");
   return std::nullopt;
 }
 
@@ -117,7 +119,8 @@ HttpResponse GetTable(const ServerContext& ctx, Request& req) {
 
 HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
   std::string name;
-  auto err = req.atom_body ? ParseAtomTableBody(req.http.body(), &name) : ParseTableBody(req.http.body(), &name);
+  auto err = req.atom_body ? ParseAtomTableBody(req.http.body(), &name)
+                           : ParseTableBody(req.http.body(), &name);
   if (err) return ErrorResponse(req, *err);
   if (auto err = ValidateTableName(name)) return ErrorResponse(req, *err);
   storage::Status s = ctx.store->CreateTable(req.account, name);
@@ -140,7 +143,8 @@ HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
 HttpResponse DeleteTable(const ServerContext& ctx, Request& req) {
   storage::Status s = ctx.store->DeleteTable(req.account, req.path.table);
   if (!s.ok()) {
-    if (s.code() == storage::StatusCode::kTableNotFound || s.code() == storage::StatusCode::kNotFound) {
+    if (s.code() == storage::StatusCode::kTableNotFound ||
+        s.code() == storage::StatusCode::kNotFound) {
       return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
     }
     return StatusError(req, s);
