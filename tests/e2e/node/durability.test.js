@@ -70,6 +70,28 @@ async function populate(srv) {
   return { name, other };
 }
 
+// Starts a server on `location`, fills it with populate(), and returns what
+// dump() reads before stopping it.
+async function populateAt(location) {
+  const srv = await startServer({ location });
+  try {
+    await populate(srv);
+    return await dump(srv);
+  } finally {
+    await srv.stop();
+  }
+}
+
+// Starts a server on `location` and returns what dump() reads.
+async function dumpAt(location) {
+  const srv = await startServer({ location });
+  try {
+    return await dump(srv);
+  } finally {
+    await srv.stop();
+  }
+}
+
 describe('persistence with --location', () => {
   test('graceful restart (SIGTERM) keeps tables, entities, types and ETags', async () => {
     const location = dir();
@@ -141,14 +163,7 @@ describe('export, import and --seed', () => {
 
   test('export then import into another location reproduces the data exactly', async () => {
     const source = dir();
-    const a = await startServer({ location: source });
-    let before;
-    try {
-      await populate(a);
-      before = await dump(a);
-    } finally {
-      await a.stop();
-    }
+    const before = await populateAt(source);
     const file = path.join(dir(), 'fixtures.jsonl');
     run(['export', '--location', source, '--file', file]);
     const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
@@ -156,42 +171,18 @@ describe('export, import and --seed', () => {
     for (const line of lines) JSON.parse(line);
     const target = dir();
     run(['import', '--location', target, '--file', file]);
-    const b = await startServer({ location: target });
-    try {
-      const after = await dump(b);
-      assert.deepEqual(comparable(after), comparable(before));
-    } finally {
-      await b.stop();
-    }
+    assert.deepEqual(comparable(await dumpAt(target)), comparable(before));
   });
 
   test('export -> reset (wipe) -> import in the same location gives every entity back, types exact', async () => {
     const location = dir();
-    const a = await startServer({ location });
-    let before;
-    try {
-      await populate(a);
-      before = await dump(a);
-    } finally {
-      await a.stop();
-    }
+    const before = await populateAt(location);
     const file = path.join(dir(), 'fixtures.jsonl');
     run(['export', '--location', location, '--file', file]);
     run(['reset', '--location', location]);
-    const wiped = await startServer({ location });
-    try {
-      assert.deepEqual(await dump(wiped), {}, 'reset leaves no tables');
-    } finally {
-      await wiped.stop();
-    }
+    assert.deepEqual(await dumpAt(location), {}, 'reset leaves no tables');
     run(['import', '--location', location, '--file', file]);
-    const b = await startServer({ location });
-    try {
-      const after = await dump(b);
-      assert.deepEqual(comparable(after), comparable(before));
-    } finally {
-      await b.stop();
-    }
+    assert.deepEqual(comparable(await dumpAt(location)), comparable(before));
   });
 
   test('--seed DIR loads *.jsonl at start-up; reset empties the account', async () => {
