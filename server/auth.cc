@@ -576,7 +576,7 @@ std::string AclToXml(const std::vector<AccessPolicy>& policies) {
   };
   for (const auto& p : policies) {
     out += "<SignedIdentifier><Id>";
-    AppendXmlEscaped(&out, p.id);
+    AppendXmlText(&out, p.id);
     out += "</Id><AccessPolicy>";
     if (!p.start.empty()) out += "<Start>" + date(p.start) + "</Start>";
     if (!p.expiry.empty()) out += "<Expiry>" + date(p.expiry) + "</Expiry>";

@@ -222,9 +222,9 @@ std::string XmlErrorBody(std::string_view code, std::string_view message,
       "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?>\r\n"
       "<error xmlns=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\">\r\n"
       "  <code>";
-  AppendXmlEscaped(&out, code);
+  AppendXmlText(&out, code);
   out += "</code>\r\n  <message xml:lang=\"en-US\">";
-  AppendXmlEscaped(&out, FullMessage(message, request_id));
+  AppendXmlText(&out, FullMessage(message, request_id));
   out += "</message>\r\n</error>";
   return out;
 }

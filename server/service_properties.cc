@@ -75,7 +75,7 @@ void AppendRetention(std::string* out, const RetentionPolicy& r) {
 
 void AppendMetrics(std::string* out, const char* name, const MetricsSettings& m) {
   *out += std::string("<") + name + "><Version>";
-  AppendXmlEscaped(out, m.version);
+  AppendXmlText(out, m.version);
   *out += "</Version><Enabled>";
   *out += m.enabled ? "true" : "false";
   *out += "</Enabled>";
@@ -161,7 +161,7 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
 
 std::string ServicePropertiesToXml(const ServiceProperties& p) {
   std::string out = "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Logging><Version>";
-  AppendXmlEscaped(&out, p.logging.version);
+  AppendXmlText(&out, p.logging.version);
   out += "</Version>";
   out += std::string("<Delete>") + (p.logging.del ? "true" : "false") + "</Delete>";
   out += std::string("<Read>") + (p.logging.read ? "true" : "false") + "</Read>";
@@ -176,12 +176,12 @@ std::string ServicePropertiesToXml(const ServiceProperties& p) {
     out += "<Cors>";
     for (const auto& r : p.cors) {
       out += "<CorsRule><AllowedOrigins>";
-      AppendXmlEscaped(&out, JoinList(r.allowed_origins));
+      AppendXmlText(&out, JoinList(r.allowed_origins));
       out += "</AllowedOrigins><AllowedMethods>" + JoinList(r.allowed_methods) + "</AllowedMethods>";
       out += "<MaxAgeInSeconds>" + std::to_string(r.max_age) + "</MaxAgeInSeconds><ExposedHeaders>";
-      AppendXmlEscaped(&out, JoinList(r.exposed_headers));
+      AppendXmlText(&out, JoinList(r.exposed_headers));
       out += "</ExposedHeaders><AllowedHeaders>";
-      AppendXmlEscaped(&out, JoinList(r.allowed_headers));
+      AppendXmlText(&out, JoinList(r.allowed_headers));
       out += "</AllowedHeaders></CorsRule>";
     }
     out += "</Cors>";

@@ -113,29 +113,6 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
-void AppendXmlEscaped(std::string* out, std::string_view s) {
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        *out += "&amp;";
-        break;
-      case '<':
-        *out += "&lt;";
-        break;
-      case '>':
-        *out += "&gt;";
-        break;
-      case '"':
-        *out += "&quot;";
-        break;
-      case '\'':
-        *out += "&apos;";
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
-}
 
 namespace {
 // Length of the well-formed UTF-8 sequence at s[i] (no overlong forms, no

@@ -13,7 +13,7 @@ namespace cerulean::server {
 // Appends `s` as a JSON string literal (with quotes). Invalid UTF-8 bytes are
 // written as U+FFFD.
 void AppendJsonString(std::string* out, std::string_view s);
-void AppendXmlEscaped(std::string* out, std::string_view s);
+
 // Appends `s` as XML 1.0 character data, or as an attribute value to be
 // enclosed in double quotes iff `attribute`: escapes '&', '<', '>' (and '"'
 // in attributes), writes CR (and TAB, LF in attributes) as character
