@@ -208,6 +208,9 @@ int Serve(const server::CliOptions& cli) {
   ioc.run();
   for (auto& t : pool) t.join();
   blocking_pool.join();
+  // Writes still committing hand their completions to the (stopped)
+  // io_context: let them finish while it still exists.
+  ctx.store->Flush();
   return 0;
 }
 

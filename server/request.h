@@ -118,6 +118,7 @@ struct Request {
   bool secondary = false;
   std::string base;      // {base}: scheme://host[/account]
   std::string raw_path;  // request-target path as received (still encoded)
+  bool admin = false;    // a reserved /_ endpoint (raw_path says which)
   ResourcePath path;
   QueryParams query;
   std::string method;   // effective verb (after X-HTTP-Method)

@@ -216,7 +216,8 @@ bool IsWrite(Operation op) {
   }
 }
 
-HttpResponse Dispatch(const ServerContext& ctx, Request& req) {
+OperationResult Dispatch(const ServerContext& ctx, Request& req) {
+  if (req.admin) return HandleAdmin(ctx, req, req.raw_path);
   switch (req.op) {
     case Operation::kQueryTables:
       return QueryTables(ctx, req);
@@ -278,8 +279,9 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
   return std::nullopt;
 }
 
-// Everything up to dispatch; returns the response of the first failing step.
-HttpResponse Process(const ServerContext& ctx, Request& req) {
+// Everything up to dispatch: the response of the first failing step, or
+// nullopt when the request is ready for Dispatch.
+std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   HttpRequest& http = req.http;
   std::string_view target = http.target();
   auto parsed = boost::urls::parse_origin_form(target);
@@ -302,7 +304,10 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
   std::string_view encoded_path(url.encoded_path().data(), url.encoded_path().size());
   req.raw_path = std::string(encoded_path);
 
-  if (encoded_path.starts_with("/_")) return HandleAdmin(ctx, req, encoded_path);
+  if (encoded_path.starts_with("/_")) {
+    req.admin = true;
+    return std::nullopt;
+  }
   req.xml_errors = EarlyXmlErrors(http, req.query);
 
   std::string_view host = Header(http, "Host");
@@ -402,7 +407,48 @@ HttpResponse Process(const ServerContext& ctx, Request& req) {
       return ErrorResponse(req, ErrorReply(AzureError::kJsonFormatNotSupported));
     }
   }
-  return Dispatch(ctx, req);
+  return std::nullopt;
+}
+
+// True iff the prepared request is answered without waiting on storage on
+// the calling thread: point reads, writes (through Store::ApplyAsync) and
+// the health check. Everything else may scan or commit on its own.
+bool RunsInline(const Request& req) {
+  if (req.admin) return req.raw_path == "/_health";
+  switch (req.op) {
+    case Operation::kGetEntity:
+    case Operation::kInsertEntity:
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+    case Operation::kDeleteEntity:
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge:
+    case Operation::kBatch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Runs `step`, turning an exception into 500 InternalError.
+template <typename Step>
+HttpResponse Guarded(const Request& req, Step&& step) {
+  try {
+    return step();
+  } catch (const std::exception&) {
+    return ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+  }
+}
+
+// The response of an operation's result, applying its write synchronously.
+HttpResponse ResolveNow(const ServerContext& ctx, const Request& req, OperationResult result) {
+  if (auto* res = std::get_if<HttpResponse>(&result)) return std::move(*res);
+  PendingWrite& write = std::get<PendingWrite>(result);
+  storage::ApplyOutcome outcome;
+  outcome.status =
+      ctx.store->Apply(req.account, write.table, write.ops, &outcome.result, &outcome.error);
+  outcome.ops = std::move(write.ops);
+  return write.answer(req, outcome);
 }
 
 void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res,
@@ -418,6 +464,32 @@ void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& 
   ApplyCorsHeaders(ctx, req, res);
   res.keep_alive(keep_alive);
   res.prepare_payload();
+}
+
+// Everything after the answer: common headers, metrics, access log.
+void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,
+            std::chrono::steady_clock::time_point started) {
+  FinishResponse(ctx, req, res, req.http.keep_alive());
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
+  if (ctx.logger) ctx.logger->Access(req, res, ms);
+}
+
+// A request answered by HandleRequestAsync, alive until its completion ran.
+struct AsyncRequest {
+  AsyncRequest(HttpRequest& http, boost::asio::any_io_executor ex, Completion d)
+      : req(http), executor(std::move(ex)), done(std::move(d)) {}
+  Request req;
+  boost::asio::any_io_executor executor;
+  Completion done;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+void Complete(const ServerContext& ctx, AsyncRequest& a, HttpResponse res) {
+  Finish(ctx, a.req, res, a.started);
+  Completion done = std::move(a.done);
+  done(std::move(res));  // last: the request may be gone after it
 }
 
 }  // namespace
@@ -534,18 +606,53 @@ HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
   Request req(http);
   req.request_id = NewRequestId();
   req.peer_address = peer_address;
-  HttpResponse res;
-  try {
-    res = Process(ctx, req);
-  } catch (const std::exception& e) {
-    res = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
-  }
-  FinishResponse(ctx, req, res, http.keep_alive());
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
-  if (ctx.logger) ctx.logger->Access(req, res, ms);
+  HttpResponse res = Guarded(req, [&] {
+    if (auto early = Prepare(ctx, req)) return std::move(*early);
+    return ResolveNow(ctx, req, Dispatch(ctx, req));
+  });
+  Finish(ctx, req, res, started);
   return res;
+}
+
+void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
+                        const std::string& peer_address, boost::asio::any_io_executor executor,
+                        Completion done) {
+  auto a = std::make_shared<AsyncRequest>(http, std::move(executor), std::move(done));
+  a->req.request_id = NewRequestId();
+  a->req.peer_address = peer_address;
+  std::optional<HttpResponse> early;
+  try {
+    early = Prepare(ctx, a->req);
+  } catch (const std::exception&) {
+    early = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
+  }
+  if (early) return Complete(ctx, *a, std::move(*early));
+
+  if (ctx.blocking_pool != nullptr && !RunsInline(a->req)) {
+    boost::asio::post(*ctx.blocking_pool, [&ctx, a] {
+      Complete(ctx, *a,
+               Guarded(a->req, [&] { return ResolveNow(ctx, a->req, Dispatch(ctx, a->req)); }));
+    });
+    return;
+  }
+  OperationResult result;
+  try {
+    result = Dispatch(ctx, a->req);
+  } catch (const std::exception&) {
+    result = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
+  }
+  if (auto* res = std::get_if<HttpResponse>(&result)) return Complete(ctx, *a, std::move(*res));
+  // A write: the store commits it with whatever else is queued, and the
+  // answer is built back on the request's executor.
+  PendingWrite& write = std::get<PendingWrite>(result);
+  const std::string& account = a->req.account;
+  ctx.store->ApplyAsync(
+      account, std::move(write.table), std::move(write.ops),
+      [&ctx, a, answer = std::move(write.answer)](storage::ApplyOutcome outcome) {
+        boost::asio::post(a->executor, [&ctx, a, answer, outcome = std::move(outcome)] {
+          Complete(ctx, *a, Guarded(a->req, [&] { return answer(a->req, outcome); }));
+        });
+      });
 }
 
 }  // namespace cerulean::server

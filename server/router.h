@@ -4,15 +4,32 @@
 // Thread-safety: HandleRequest may run concurrently on any thread.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
 #include <string>
 
 #include "server/request.h"
 
 namespace cerulean::server {
 
-// Answers one HTTP request. Never throws.
+// Answers one HTTP request on the calling thread, waiting for storage.
+// Never throws.
 HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
                            const std::string& peer_address);
+
+// Receives the response of HandleRequestAsync.
+using Completion = std::function<void(HttpResponse)>;
+
+// Answers one HTTP request without blocking the calling (I/O) thread on
+// storage: failures before dispatch, point reads and the health check are
+// answered inline; entity writes and batches are prepared inline and
+// committed through Store::ApplyAsync (so that concurrent writes share one
+// commit), their answer built on `executor`; every other operation runs on
+// ctx.blocking_pool. `done` runs exactly once, on any of those threads;
+// `http` must stay alive and unchanged until then. Never throws.
+void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
+                        const std::string& peer_address, boost::asio::any_io_executor executor,
+                        Completion done);
 
 // Parses the resource part of a decoded path (after the account segment),
 // e.g. "/orders(PartitionKey='a',RowKey='b')". Exposed for tests.

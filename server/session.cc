@@ -111,14 +111,17 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
   if (ctx_.blocking_pool == nullptr || IsQuick(request_)) {
     return Respond(HandleRequest(ctx_, request_, peer_));
   }
-  // The request may wait on storage: answer it on the blocking pool and come
-  // back to this session's strand to write. The session stays alive through
-  // the handler's shared_ptr; no other operation runs on it meanwhile.
-  net::post(*ctx_.blocking_pool, [self = derived().shared_from_this()] {
-    HttpResponse res = HandleRequest(self->ctx_, self->request_, self->peer_);
-    net::post(self->stream().get_executor(),
-              [self, res = std::move(res)]() mutable { self->Respond(std::move(res)); });
-  });
+  // Anything else may wait on storage: the router answers it without
+  // blocking this thread, and the response comes back to this session's
+  // strand to be written. The session stays alive through the completion's
+  // shared_ptr; no other operation runs on it meanwhile.
+  HandleRequestAsync(ctx_, request_, peer_, derived().stream().get_executor(),
+                     [self = derived().shared_from_this()](HttpResponse res) {
+                       auto ex = self->stream().get_executor();
+                       net::dispatch(ex, [self = std::move(self), res = std::move(res)]() mutable {
+                         self->Respond(std::move(res));
+                       });
+                     });
 }
 
 template <class Derived>

@@ -351,6 +351,13 @@ void BindBound(Stmt* stmt, const KeyBound& b, int first) {
 SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
 
 SqliteStore::~SqliteStore() {
+  // The committer finishes what is queued (running its callbacks) first.
+  {
+    std::lock_guard<std::mutex> lock(group_mu_);
+    group_stopping_ = true;
+  }
+  group_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
   {
     std::lock_guard<std::mutex> lock(checkpoint_mu_);
     checkpoint_stopping_ = true;
@@ -457,6 +464,8 @@ Status SqliteStore::Init() {
     sqlite3_wal_hook(w->db, &SqliteStore::OnWalCommit, this);
     checkpointer_ = std::thread([this] { CheckpointLoop(); });
   }
+
+  committer_ = std::thread([this] { CommitLoop(); });
 
   if (options_.background_reaping) {
     // Resume reclaiming tables dropped before a restart.
@@ -811,19 +820,21 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
 }
 
 struct SqliteStore::PendingApply {
-  const std::string* account;
-  const std::string* table;
-  const std::vector<WriteOp>* ops;
+  std::string account;
+  std::string table;
+  std::vector<WriteOp> ops;
+  ApplyCallback done;
+  // A Flush marker: no ops, only a callback to run in queue order.
+  bool barrier = false;
   std::vector<int64_t> timestamps;
   size_t failed = 0;
   Status status;
-  bool done = false;  // guarded by group_mu_
 };
 
 Status SqliteStore::ApplyOps(Connection* w, PendingApply* p) {
-  const std::string& account = *p->account;
-  const std::string& table = *p->table;
-  const std::vector<WriteOp>& ops = *p->ops;
+  const std::string& account = p->account;
+  const std::string& table = p->table;
+  const std::vector<WriteOp>& ops = p->ops;
   p->timestamps.clear();
   p->timestamps.reserve(ops.size());
   p->failed = 0;
@@ -987,34 +998,103 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
   }
 }
 
+void SqliteStore::ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
+                             ApplyCallback done) {
+  auto p = std::make_unique<PendingApply>();
+  p->account = std::move(account);
+  p->table = std::move(table);
+  p->ops = std::move(ops);
+  p->done = std::move(done);
+  Enqueue(std::move(p));
+}
+
+void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(group_mu_);
+    wake = group_queue_.empty();
+    group_queue_.push_back(std::move(p));
+  }
+  // The committer sleeps only on an empty queue.
+  if (wake) group_cv_.notify_one();
+}
+
+void SqliteStore::CommitLoop() {
+  std::vector<std::unique_ptr<PendingApply>> group;
+  std::vector<PendingApply*> writes;
+  std::unique_lock<std::mutex> lock(group_mu_);
+  for (;;) {
+    group_cv_.wait(lock, [this] { return !group_queue_.empty() || group_stopping_; });
+    if (group_queue_.empty()) return;  // stopping, and everything queued is done
+    group.swap(group_queue_);
+    lock.unlock();
+    writes.clear();
+    for (auto& p : group) {
+      if (!p->barrier) writes.push_back(p.get());
+    }
+    if (!writes.empty()) CommitGroup(writes);
+    // Callbacks run in queue order, so a Flush barrier's runs after those of
+    // every write queued before it.
+    for (auto& p : group) {
+      ApplyOutcome out;
+      out.status = p->status;
+      out.ops = std::move(p->ops);
+      if (p->status.ok()) {
+        out.result.timestamps = std::move(p->timestamps);
+      } else {
+        out.error = ApplyError{p->status, p->failed};
+      }
+      p->done(std::move(out));
+    }
+    group.clear();
+    lock.lock();
+  }
+}
+
+namespace {
+// Waits for one ApplyAsync callback on the calling thread.
+struct OutcomeWaiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  ApplyOutcome outcome;
+
+  ApplyCallback Callback() {
+    return [this](ApplyOutcome o) {
+      std::lock_guard<std::mutex> lock(mu);
+      outcome = std::move(o);
+      finished = true;
+      cv.notify_one();
+    };
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return finished; });
+  }
+};
+}  // namespace
+
 Status SqliteStore::Apply(const std::string& account, const std::string& table,
                           const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) {
-  PendingApply me{&account, &table, &ops, {}, 0, Status::Ok(), false};
-  {
-    std::unique_lock<std::mutex> lock(group_mu_);
-    group_queue_.push_back(&me);
-    while (!me.done) {
-      if (group_leader_) {
-        group_cv_.wait(lock);
-        continue;
-      }
-      group_leader_ = true;
-      std::vector<PendingApply*> group;
-      group.swap(group_queue_);
-      lock.unlock();
-      CommitGroup(group);
-      lock.lock();
-      group_leader_ = false;
-      for (PendingApply* p : group) p->done = true;
-      group_cv_.notify_all();
-    }
+  OutcomeWaiter waiter;
+  ApplyAsync(account, table, ops, waiter.Callback());
+  waiter.Wait();
+  ApplyOutcome& out = waiter.outcome;
+  if (!out.status.ok()) {
+    if (error != nullptr) *error = out.error;
+    return out.status;
   }
-  if (!me.status.ok()) {
-    if (error != nullptr) *error = ApplyError{me.status, me.failed};
-    return me.status;
-  }
-  if (result != nullptr) result->timestamps = std::move(me.timestamps);
+  if (result != nullptr) *result = std::move(out.result);
   return Status::Ok();
+}
+
+void SqliteStore::Flush() {
+  OutcomeWaiter waiter;
+  auto p = std::make_unique<PendingApply>();
+  p->barrier = true;
+  p->done = waiter.Callback();
+  Enqueue(std::move(p));
+  waiter.Wait();
 }
 
 // ---------------------------------------------------------------------------

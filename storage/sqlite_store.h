@@ -103,6 +103,9 @@ class SqliteStore final : public Store {
   // commit reports index 0.
   Status Apply(const std::string& account, const std::string& table,
                const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) override;
+  void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
+                  ApplyCallback done) override;
+  void Flush() override;
 
   Status ResetAccount(const std::string& account) override;
   bool Healthy() override;
@@ -138,7 +141,7 @@ class SqliteStore final : public Store {
   template <typename Body>
   Status WriteTransaction(Body&& body, Sync sync = Sync::kDurable);
 
-  // One caller's Apply waiting in the group-commit queue.
+  // One Apply waiting in the group-commit queue.
   struct PendingApply;
   // Applies the ops of `p` inside the open write transaction; on failure sets
   // p->failed to the failing op's index. REQUIRES: writer_mu_ held.
@@ -146,6 +149,11 @@ class SqliteStore final : public Store {
   // Commits the Applies of `group` in one transaction (one fsync), each
   // inside its own savepoint so that a failing one leaves the others intact.
   void CommitGroup(const std::vector<PendingApply*>& group);
+  // Queues `p` for the committer.
+  void Enqueue(std::unique_ptr<PendingApply> p);
+  // The committer thread: takes everything queued, commits it as one group,
+  // runs the callbacks, repeats.
+  void CommitLoop();
 
   // Background WAL checkpoints (file stores): the writer's commits only
   // append to the WAL; this thread copies it back into the database with
@@ -176,13 +184,14 @@ class SqliteStore final : public Store {
   std::unique_ptr<Connection> writer_;  // guarded by writer_mu_
   int64_t last_timestamp_ = 0;          // guarded by writer_mu_
 
-  // Group commit: concurrent Applies queue here; one of them (the leader)
-  // commits everything queued so far in one transaction while the next
-  // ones queue up behind it.
+  // Group commit: Applies queue here; the committer thread commits
+  // everything queued so far in one transaction while the next ones queue
+  // up behind it.
   std::mutex group_mu_;
   std::condition_variable group_cv_;
-  std::vector<PendingApply*> group_queue_;  // guarded by group_mu_
-  bool group_leader_ = false;               // guarded by group_mu_
+  std::vector<std::unique_ptr<PendingApply>> group_queue_;  // guarded by group_mu_
+  bool group_stopping_ = false;                             // guarded by group_mu_
+  std::thread committer_;
 
   // Idle reader connections of a file store.
   std::mutex readers_mu_;

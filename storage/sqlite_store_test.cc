@@ -694,6 +694,84 @@ TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, Memo
   CHECK(store->GetEntity("acct", "t", "shared", "counter")->Find("n")->int64() == increments);
 }
 
+TEST_CASE_TEMPLATE("store: ApplyAsync commits queued writes, each atomically, callbacks in order",
+                   B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "taken")}, nullptr, nullptr).ok());
+
+  // From several threads at once, so that groups form: every third write
+  // is a two-op change set whose second op collides and must leave nothing.
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 60;
+  std::mutex mu;
+  std::vector<std::pair<int, ApplyOutcome>> outcomes;  // (tag, outcome) in callback order
+  std::atomic<int> callbacks{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int tag = t * 1000 + i;
+        std::string rk = std::to_string(tag);
+        std::vector<WriteOp> ops = {Insert("p", rk, {{"v", Value::Int32(tag)}})};
+        if (i % 3 == 0) ops.push_back(Insert("p", "taken"));
+        store->ApplyAsync("acct", "t", std::move(ops), [&, tag](ApplyOutcome out) {
+          std::lock_guard<std::mutex> lock(mu);
+          outcomes.emplace_back(tag, std::move(out));
+          ++callbacks;
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  // Flush returns only after every callback queued before it ran.
+  store->Flush();
+  CHECK(callbacks == kThreads * kPerThread);
+
+  std::map<int, int> last_seen;  // thread -> last i, to check per-thread order
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [tag, out] : outcomes) {
+    int t = tag / 1000, i = tag % 1000;
+    CAPTURE(tag);
+    if (last_seen.count(t)) CHECK(last_seen[t] < i);
+    last_seen[t] = i;
+    // The ops come back with the outcome.
+    REQUIRE(!out.ops.empty());
+    CHECK(out.ops[0].entity.row_key == std::to_string(tag));
+    auto stored = store->GetEntity("acct", "t", "p", std::to_string(tag));
+    if (i % 3 == 0) {
+      CHECK(out.status.code() == StatusCode::kAlreadyExists);
+      CHECK(out.error.index == 1);
+      CHECK(stored.status().code() == StatusCode::kNotFound);
+    } else {
+      REQUIRE(out.status.ok());
+      REQUIRE(out.result.timestamps.size() == 1);
+      REQUIRE(stored.ok());
+      CHECK(stored->timestamp == out.result.timestamps[0]);
+      CHECK(stored->Find("v")->int32() == tag);
+    }
+  }
+  CHECK(ScanAll(*store, "t", {}).size() == 1 + kThreads * (kPerThread - kPerThread / 3));
+
+  SUBCASE("a missing table fails every write queued for it, and only those") {
+    std::atomic<int> pending{2};
+    Status missing, present;
+    store->ApplyAsync("acct", "nope", {Insert("p", "x")}, [&](ApplyOutcome out) {
+      missing = out.status;
+      --pending;
+    });
+    store->ApplyAsync("acct", "t", {Insert("p", "y")}, [&](ApplyOutcome out) {
+      present = out.status;
+      --pending;
+    });
+    store->Flush();
+    CHECK(pending == 0);
+    CHECK(missing.code() == StatusCode::kTableNotFound);
+    CHECK(present.ok());
+  }
+}
+
 TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, FileBackend,
                    MemoryBackend) {
   TempDir dir;

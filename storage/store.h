@@ -82,6 +82,16 @@ struct ApplyError {
   size_t index = 0;
 };
 
+// What an ApplyAsync's callback receives: the status, the ops it was given
+// (handed back), and the timestamps (ok) or the failing op (not ok).
+struct ApplyOutcome {
+  Status status;
+  std::vector<WriteOp> ops;
+  ApplyResult result;
+  ApplyError error;
+};
+using ApplyCallback = std::function<void(ApplyOutcome)>;
+
 // What one account holds (Store::GetUsage).
 struct AccountUsage {
   std::string account;
@@ -129,6 +139,15 @@ class Store {
   // REQUIRES: no two ops address the same key.
   virtual Status Apply(const std::string& account, const std::string& table,
                        const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) = 0;
+  // Apply without waiting: returns at once; `done` runs exactly once, on a
+  // thread of the store's, when the ops were committed (durably, like Apply)
+  // or refused. Writes queued together share one commit. `done` must not
+  // block, nor call Apply or Flush.
+  virtual void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
+                          ApplyCallback done) = 0;
+  // Returns once the callback of every ApplyAsync begun before the call has
+  // run.
+  virtual void Flush() = 0;
 
   // Removes every table, entity and document of `account`, quickly.
   virtual Status ResetAccount(const std::string& account) = 0;

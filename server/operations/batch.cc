@@ -28,6 +28,12 @@ struct BatchOp {
   storage::WriteOp write;
 };
 
+// A change set after parsing: its parts and operations.
+struct ChangeSet {
+  std::vector<BatchPart> parts;
+  std::vector<BatchOp> ops;
+};
+
 // A failure to report as the single sub-response.
 struct BatchFailure {
   size_t index = 0;
@@ -203,14 +209,73 @@ std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart
   return BuildWriteOp(op->op, p, if_match, part.body, atom_body, &op->write);
 }
 
+// The multipart response to a change set the store has applied or refused.
+HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
+                             const storage::ApplyOutcome& outcome) {
+  const std::vector<BatchPart>& parts = set.parts;
+  const std::vector<BatchOp>& ops = set.ops;
+  const std::vector<storage::WriteOp>& writes = outcome.ops;
+  const storage::Status& s = outcome.status;
+  if (!s.ok()) {
+    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption) {
+      return ErrorResponse(req, FromStatus(s));
+    }
+    size_t i = outcome.error.index < ops.size() ? outcome.error.index : 0;
+    return MultipartResponse(
+        req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
+  }
+
+  std::vector<BatchSubResponse> subs;
+  subs.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const BatchOp& op = ops[i];
+    const storage::Entity& e = writes[i].entity;
+    int64_t ts = outcome.result.timestamps[i];
+    BatchSubResponse sub;
+    sub.content_id = parts[i].content_id;
+    sub.headers = CommonSubHeaders();
+    if (op.op == Operation::kInsertEntity) {
+      std::string location = op.base + "/" + EntityPath(op.path.table, e.partition_key, e.row_key);
+      bool no_content = op.prefer == "return-no-content";
+      sub.status = no_content ? 204 : 201;
+      if (!op.prefer.empty() && (no_content || op.prefer == "return-content")) {
+        sub.headers.emplace_back("Preference-Applied", op.prefer);
+      }
+      sub.headers.emplace_back("DataServiceVersion", "3.0;");
+      if (!no_content) {
+        sub.headers.emplace_back(
+            "Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+      }
+      sub.headers.emplace_back("Location", location);
+      sub.headers.emplace_back("DataServiceId", location);
+      sub.headers.emplace_back("ETag", ETagFor(ts));
+      if (!no_content) {
+        storage::Entity stored = e;
+        stored.timestamp = ts;
+        AppendEntityBody(&sub.body, stored, req, op);
+      }
+    } else {
+      sub.status = 204;
+      sub.headers.emplace_back("DataServiceVersion", "1.0;");
+      if (op.op != Operation::kDeleteEntity) sub.headers.emplace_back("ETag", ETagFor(ts));
+    }
+    subs.push_back(std::move(sub));
+  }
+  return MultipartResponse(req, subs, true);
+}
+
 }  // namespace
 
-HttpResponse Batch(const ServerContext& ctx, Request& req) {
+OperationResult Batch(const ServerContext& ctx, Request& req) {
   auto parsed = ParseBatch(Header(req.http, "Content-Type"), req.http.body());
   if (!parsed.ok()) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
   if (!parsed->changeset) return SingleRetrieve(ctx, req, parsed->parts.front());
 
-  const std::vector<BatchPart>& parts = parsed->parts;
+  // The parts and operations outlive this call: the answer needs them once
+  // the store has applied the change set.
+  auto state = std::make_shared<ChangeSet>();
+  state->parts = std::move(parsed->parts);
+  const std::vector<BatchPart>& parts = state->parts;
   if (parts.empty()) {
     BatchSubResponse sub;
     sub.status = 400;
@@ -221,7 +286,8 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
                             req.request_id);
     return MultipartResponse(req, {sub}, true);
   }
-  std::vector<BatchOp> ops(std::min(parts.size(), kMaxBatchOperations));
+  std::vector<BatchOp>& ops = state->ops;
+  ops.resize(std::min(parts.size(), kMaxBatchOperations));
   std::optional<BatchFailure> failure;
   if (parts.size() > kMaxBatchOperations) {
     failure = BatchFailure{
@@ -271,59 +337,14 @@ HttpResponse Batch(const ServerContext& ctx, Request& req) {
         req, {ErrorSub(req, i < parts.size() ? &parts[i] : nullptr, op, *failure)}, true);
   }
 
-  std::vector<storage::WriteOp> writes;
-  writes.reserve(ops.size());
-  for (auto& op : ops) writes.push_back(std::move(op.write));
-  storage::ApplyResult applied;
-  storage::ApplyError apply_error;
-  storage::Status s =
-      ctx.store->Apply(req.account, ops[0].path.table, writes, &applied, &apply_error);
-  if (!s.ok()) {
-    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption) {
-      return ErrorResponse(req, FromStatus(s));
-    }
-    size_t i = apply_error.index < ops.size() ? apply_error.index : 0;
-    return MultipartResponse(
-        req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
-  }
-
-  std::vector<BatchSubResponse> subs;
-  subs.reserve(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const BatchOp& op = ops[i];
-    const storage::Entity& e = writes[i].entity;
-    int64_t ts = applied.timestamps[i];
-    BatchSubResponse sub;
-    sub.content_id = parts[i].content_id;
-    sub.headers = CommonSubHeaders();
-    if (op.op == Operation::kInsertEntity) {
-      std::string location = op.base + "/" + EntityPath(op.path.table, e.partition_key, e.row_key);
-      bool no_content = op.prefer == "return-no-content";
-      sub.status = no_content ? 204 : 201;
-      if (!op.prefer.empty() && (no_content || op.prefer == "return-content")) {
-        sub.headers.emplace_back("Preference-Applied", op.prefer);
-      }
-      sub.headers.emplace_back("DataServiceVersion", "3.0;");
-      if (!no_content) {
-        sub.headers.emplace_back(
-            "Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
-      }
-      sub.headers.emplace_back("Location", location);
-      sub.headers.emplace_back("DataServiceId", location);
-      sub.headers.emplace_back("ETag", ETagFor(ts));
-      if (!no_content) {
-        storage::Entity stored = e;
-        stored.timestamp = ts;
-        AppendEntityBody(&sub.body, stored, req, op);
-      }
-    } else {
-      sub.status = 204;
-      sub.headers.emplace_back("DataServiceVersion", "1.0;");
-      if (op.op != Operation::kDeleteEntity) sub.headers.emplace_back("ETag", ETagFor(ts));
-    }
-    subs.push_back(std::move(sub));
-  }
-  return MultipartResponse(req, subs, true);
+  PendingWrite write;
+  write.table = ops[0].path.table;
+  write.ops.reserve(ops.size());
+  for (auto& op : ops) write.ops.push_back(std::move(op.write));
+  write.answer = [state](const Request& req, const storage::ApplyOutcome& outcome) {
+    return AnswerChangeSet(req, *state, outcome);
+  };
+  return write;
 }
 
 }  // namespace cerulean::server

@@ -221,39 +221,13 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   return res;
 }
 
-HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
-  if (req.http.find(http::field::if_none_match) != req.http.end()) {
-    bool both = req.http.find(http::field::if_match) != req.http.end();
-    return ErrorResponse(
-        req,
-        ErrorReply(AzureError::kInvalidInput,
-                   both ? "Both If-Match and If-None-Match HTTP headers cannot be specified at the "
-                          "same time. Please specify either one of the headers or none of them."
-                        : std::string("If-None-Match HTTP header cannot be specified for ") +
-                              (req.op == Operation::kDeleteEntity ? "DELETE" : "PUT") +
-                              " operations."));
-  }
-  std::optional<std::string_view> if_match;
-  if (auto it = req.http.find(http::field::if_match); it != req.http.end()) {
-    if_match = std::string_view(it->value().data(), it->value().size());
-  }
+namespace {
 
-  storage::WriteOp op;
-  if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), req.atom_body, &op)) {
-    return BodyError(ctx, req, *err);
-  }
-  if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
-    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
-  }
-  std::vector<storage::WriteOp> ops;
-  ops.push_back(std::move(op));
-  storage::ApplyResult applied;
-  storage::ApplyError failure;
-  storage::Status s = ctx.store->Apply(req.account, req.path.table, ops, &applied, &failure);
-  if (!s.ok()) return ErrorResponse(req, FromStatus(s));
-
-  const storage::Entity& entity = ops[0].entity;
-  int64_t ts = applied.timestamps.empty() ? 0 : applied.timestamps[0];
+// The response to a single entity write the store has applied or refused.
+HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& outcome) {
+  if (!outcome.status.ok()) return ErrorResponse(req, FromStatus(outcome.status));
+  const storage::Entity& entity = outcome.ops[0].entity;
+  int64_t ts = outcome.result.timestamps.empty() ? 0 : outcome.result.timestamps[0];
   if (req.op == Operation::kDeleteEntity) return MakeResponse(req, http::status::no_content);
   if (req.op != Operation::kInsertEntity) {
     HttpResponse res = MakeResponse(req, http::status::no_content);
@@ -278,6 +252,39 @@ HttpResponse WriteEntity(const ServerContext& ctx, Request& req) {
   res.set(http::field::location, location);
   if (prefer == "return-content") res.set("Preference-Applied", "return-content");
   return res;
+}
+
+}  // namespace
+
+OperationResult WriteEntity(const ServerContext& ctx, Request& req) {
+  if (req.http.find(http::field::if_none_match) != req.http.end()) {
+    bool both = req.http.find(http::field::if_match) != req.http.end();
+    return ErrorResponse(
+        req,
+        ErrorReply(AzureError::kInvalidInput,
+                   both ? "Both If-Match and If-None-Match HTTP headers cannot be specified at the "
+                          "same time. Please specify either one of the headers or none of them."
+                        : std::string("If-None-Match HTTP header cannot be specified for ") +
+                              (req.op == Operation::kDeleteEntity ? "DELETE" : "PUT") +
+                              " operations."));
+  }
+  std::optional<std::string_view> if_match;
+  if (auto it = req.http.find(http::field::if_match); it != req.http.end()) {
+    if_match = std::string_view(it->value().data(), it->value().size());
+  }
+
+  storage::WriteOp op;
+  if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), req.atom_body, &op)) {
+    return BodyError(ctx, req, *err);
+  }
+  if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+  }
+  PendingWrite write;
+  write.table = req.path.table;
+  write.ops.push_back(std::move(op));
+  write.answer = &AnswerWriteEntity;
+  return write;
 }
 
 }  // namespace cerulean::server

@@ -3,13 +3,31 @@
 // Thread-safety: handlers may run concurrently; they share only the Store.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "server/request.h"
 
 namespace cerulean::server {
+
+// A write an operation leaves to the store, and how to answer once the store
+// has applied or refused it. The router applies it: synchronously
+// (Store::Apply), or without blocking its thread (Store::ApplyAsync) so that
+// concurrent writes share one commit.
+struct PendingWrite {
+  std::string table;
+  std::vector<storage::WriteOp> ops;
+  // Builds the response from the outcome (whose `ops` are the ones above).
+  std::function<HttpResponse(const Request& req, const storage::ApplyOutcome& outcome)> answer;
+};
+
+// What an operation that writes entities returns: its response, when it
+// fails before writing, or the write to apply.
+using OperationResult = std::variant<HttpResponse, PendingWrite>;
 
 HttpResponse QueryTables(const ServerContext& ctx, Request& req);
 HttpResponse GetTable(const ServerContext& ctx, Request& req);
@@ -21,9 +39,9 @@ HttpResponse SetTableAcl(const ServerContext& ctx, Request& req);
 HttpResponse QueryEntities(const ServerContext& ctx, Request& req);
 HttpResponse GetEntity(const ServerContext& ctx, Request& req);
 // Insert, Update, Merge, Delete and the upserts (req.op says which).
-HttpResponse WriteEntity(const ServerContext& ctx, Request& req);
+OperationResult WriteEntity(const ServerContext& ctx, Request& req);
 
-HttpResponse Batch(const ServerContext& ctx, Request& req);
+OperationResult Batch(const ServerContext& ctx, Request& req);
 
 HttpResponse GetServiceProperties(const ServerContext& ctx, Request& req);
 HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req);

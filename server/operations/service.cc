@@ -27,13 +27,15 @@ HttpResponse XmlResponse(const Request& req, http::status status, std::string bo
 
 HttpResponse GetServiceProperties(const ServerContext& ctx, Request& req) {
   req.xml_errors = true;
-  return XmlResponse(req, http::status::ok, ServicePropertiesToXml(LoadServiceProperties(ctx, req.account)));
+  return XmlResponse(req, http::status::ok,
+                     ServicePropertiesToXml(LoadServiceProperties(ctx, req.account)));
 }
 
 HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req) {
   req.xml_errors = true;
   ServiceProperties props = LoadServiceProperties(ctx, req.account);
-  if (auto err = ApplyServicePropertiesXml(req.http.body(), &props)) return ErrorResponse(req, *err);
+  if (auto err = ApplyServicePropertiesXml(req.http.body(), &props))
+    return ErrorResponse(req, *err);
   storage::Status s = ctx.store->SetServiceProperties(req.account, ServicePropertiesToXml(props));
   if (!s.ok()) return ErrorResponse(req, FromStatus(s));
   return MakeResponse(req, http::status::accepted);
@@ -41,11 +43,13 @@ HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req) {
 
 HttpResponse GetServiceStats(const ServerContext&, Request& req) {
   req.xml_errors = true;
-  if (!req.secondary) return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
-  return XmlResponse(req, http::status::ok,
-                     "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceStats><GeoReplication>"
-                     "<Status>live</Status><LastSyncTime>" +
-                         HttpDateNow() + "</LastSyncTime></GeoReplication></StorageServiceStats>");
+  if (!req.secondary)
+    return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+  return XmlResponse(
+      req, http::status::ok,
+      "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceStats><GeoReplication>"
+      "<Status>live</Status><LastSyncTime>" +
+          HttpDateNow() + "</LastSyncTime></GeoReplication></StorageServiceStats>");
 }
 
 HttpResponse Preflight(const ServerContext& ctx, Request& req) {
@@ -53,7 +57,8 @@ HttpResponse Preflight(const ServerContext& ctx, Request& req) {
   std::string_view origin = Header(req.http, "Origin");
   std::string_view method = Header(req.http, "Access-Control-Request-Method");
   if (origin.empty() || method.empty()) {
-    return ErrorResponse(req, ErrorReply(AzureError::kInvalidHeaderValue, "A required CORS header is not present."));
+    return ErrorResponse(
+        req, ErrorReply(AzureError::kInvalidHeaderValue, "A required CORS header is not present."));
   }
   ServiceProperties props = LoadServiceProperties(ctx, req.account);
   const CorsRule* rule = MatchCorsRule(props, origin, method);
@@ -95,7 +100,8 @@ void ApplyCorsHeaders(const ServerContext& ctx, const Request& req, HttpResponse
       std::string_view prefix(pattern.data(), pattern.size() - 1);
       for (const auto& field : res) {
         std::string_view name(field.name_string().data(), field.name_string().size());
-        if (name.size() >= prefix.size() && IEquals(name.substr(0, prefix.size()), prefix)) add(name);
+        if (name.size() >= prefix.size() && IEquals(name.substr(0, prefix.size()), prefix))
+          add(name);
       }
     } else {
       add(pattern);
