@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 readonly APT_PACKAGES=(
   build-essential cmake pkg-config
   libboost1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
-  nlohmann-json3-dev libsqlite3-dev doctest-dev libssl-dev libexpat1-dev
+  nlohmann-json3-dev libsimdjson-dev libsqlite3-dev doctest-dev libssl-dev libexpat1-dev
   python3-azure
 )
 

@@ -37,6 +37,36 @@ std::string Render(const Entity& e, Metadata level) {
 }
 }  // namespace
 
+TEST_CASE("entity bodies are strict JSON objects") {
+  // Valid: whitespace and a byte order mark before the object, escapes,
+  // integers past 64 bits (read as a Double, like any untyped non-Int32).
+  CHECK(MustParse(" \r\n\t{\"PartitionKey\":\"p\",\"RowKey\":\"r\"} ").row_key == "r");
+  CHECK(MustParse("\xEF\xBB\xBF{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}").row_key == "r");
+  Entity e = MustParse(
+      R"({"PartitionKey":"p","RowKey":"r","S":"a\u00e9\ud83d\ude00\n\"\u0000","Huge":123456789012345678901234})");
+  CHECK(e.Find("S")->string() == std::string("a\xC3\xA9\xF0\x9F\x98\x80\n\"\0", 10));
+  CHECK(e.Find("Huge")->type() == EdmType::kDouble);
+  CHECK(e.Find("Huge")->dbl() == doctest::Approx(1.2345678901234568e23));
+  CHECK(MustParse(R"({"PartitionKey":"p","RowKey":"r","U":18446744073709551615})")
+            .Find("U")
+            ->type() == EdmType::kDouble);
+
+  // Invalid: not an object, trailing content, nesting, lone surrogates,
+  // raw control characters, invalid UTF-8, truncation.
+  for (std::string_view bad :
+       {"", "1", "\"x\"", "[]", "null", R"({"PartitionKey":"p","RowKey":"r"} x)",
+        R"({"PartitionKey":"p","RowKey":"r"}{})", R"({"PartitionKey":"p","RowKey":"r","A":{}})",
+        R"({"PartitionKey":"p","RowKey":"r","A":[1]})",
+        R"({"PartitionKey":"p","RowKey":"r","A":"\ud800"})",
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"A\":\"\x01\"}",
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"A\":\"\xC3\"}", R"({"PartitionKey":"p",)",
+        R"({"PartitionKey":"p","RowKey":"r","A":01})",
+        R"({"PartitionKey":"p","RowKey":"r","A":1e400})",
+        R"({"PartitionKey":"p","RowKey":"r","A":12345678901234567890123456 x})"}) {
+    CHECK(ParseError(bad) == AzureError::kInvalidInput);
+  }
+}
+
 TEST_CASE("typing of unannotated and annotated values") {
   Entity e = MustParse(
       R"({"PartitionKey":"p","RowKey":"r","S":"x","B":true,"I":42,"Big":3000000000,"D":1.0,"E":1e3,)"

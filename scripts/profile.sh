@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Profiles the server on one of the benchmark's request mixes: starts
+# build/cerulean under valgrind (callgrind) or perf, drives it with wrk and the
+# bench's Lua script (../shared/bench/lua/table.lua, account SAS in the query
+# string, as the bench does), stops it and prints the top functions.
+#
+#   bash scripts/profile.sh point  [seconds] [connections]   # point reads of 10k entities
+#   bash scripts/profile.sh insert [seconds] [connections]
+#   bash scripts/profile.sh upsert|batch ...
+#
+# Environment: PROFILER=callgrind (default; instructions, exclusive and
+# inclusive) or perf (cycles, kernel included); BUILD_DIR (default build);
+# BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+mode=${1:-point}
+seconds=${2:-20}
+conns=${3:-4}
+build_dir=${BUILD_DIR:-build}
+bench=${BENCH:-../shared/bench}
+profiler=${PROFILER:-callgrind}
+out_dir=$build_dir/profile
+mkdir -p "$out_dir"
+data=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$data"' EXIT
+
+bin=$build_dir/cerulean
+args=(--tableHost 127.0.0.1 --tablePort "$port" --location "$data" --silent)
+case $profiler in
+  callgrind)
+    valgrind --tool=callgrind --callgrind-out-file="$out_dir/callgrind.$mode" \
+      "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    ;;
+  perf)
+    perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    ;;
+  *) echo "PROFILER must be callgrind or perf" >&2; exit 2 ;;
+esac
+server=$!
+
+# Table, SAS and (for reads) 10k entities, written with the bench's own client.
+sas=$(cd "$bench" && node -e '
+  const { generateAccountSas, AzureNamedKeyCredential, TableClient } = require("@azure/data-tables");
+  const key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+  const cred = new AzureNamedKeyCredential("devstoreaccount1", key);
+  const sas = generateAccountSas(cred, { expiresOn: new Date(Date.now() + 86400e3),
+    permissions: { query: true, write: true, delete: true, list: true, add: true, update: true },
+    resourceTypes: "sco" });
+  (async () => {
+    const url = "http://127.0.0.1:'"$port"'/devstoreaccount1";
+    for (let i = 0; i < 600; i++) {
+      try { await fetch(url + "/Tables?" + sas); break; } catch { await new Promise(r => setTimeout(r, 100)); }
+    }
+    const t = new TableClient(url, "prof", cred, { allowInsecureConnection: true });
+    await t.createTable();
+    if (process.argv[1] === "point" || process.argv[1] === "upsert") {
+      for (let p = 0; p < 100; p++) {
+        const ops = [];
+        for (let k = 0; k < 100; k++) {
+          const i = p * 100 + k;
+          ops.push(["create", { partitionKey: "p" + String(Math.floor(i / 100)).padStart(5, "0"),
+            rowKey: "c" + String(i % 1000).padStart(3, "0") + "-" + String(i).padStart(8, "0"),
+            Amount: 1.5, Region: "westeurope" }]);
+        }
+        await t.submitTransaction(ops);
+      }
+    }
+    process.stdout.write(sas);
+  })().catch(e => { console.error(e); process.exit(1); });
+' "$mode")
+
+wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
+  mode="$mode" base=/devstoreaccount1 table=prof sas="$sas" n=10000 per=100 \
+  origin="http://127.0.0.1:$port" prefix=prof
+kill -TERM "$server"
+wait "$server" || true
+
+case $profiler in
+  callgrind)
+    callgrind_annotate --inclusive=yes "$out_dir/callgrind.$mode" 2>/dev/null | head -60
+    echo "... exclusive:"
+    callgrind_annotate "$out_dir/callgrind.$mode" 2>/dev/null | sed -n '1,45p' | tail -30
+    echo "full: callgrind_annotate $out_dir/callgrind.$mode"
+    ;;
+  perf)
+    perf report -i "$out_dir/perf.$mode" --no-children --stdio 2>/dev/null | grep -v '^$' | head -60
+    ;;
+esac
