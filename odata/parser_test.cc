@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,33 @@ TEST_CASE("lexer: tokens and offsets") {
   CHECK((*t)[6].value.binary() == std::string("\x0a", 1));
   CHECK((*t)[7].kind == TokenKind::kEnd);
   CHECK((*t)[7].begin == 22);
+}
+
+TEST_CASE("key path: any keys round-trip through the quoting clients use") {
+  // Pieces that look like the path's own syntax, so that both the direct
+  // read of quote-free keys and the token walk are exercised.
+  const std::string_view pieces[] = {"a",       "'",          "''", ",",       "=",
+                                     "RowKey=", "',RowKey='", " ",  "\xc3\xa9"};
+  std::mt19937 rng(7);
+  auto random_key = [&] {
+    std::string k;
+    for (int n = static_cast<int>(rng() % 5); n > 0; --n) k += pieces[rng() % std::size(pieces)];
+    return k;
+  };
+  auto quote = [](const std::string& k) {
+    std::string q = "'";
+    for (char c : k) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
+  for (int i = 0; i < 2000; ++i) {
+    std::string pk = random_key(), rk = random_key();
+    std::string path = "PartitionKey=" + quote(pk) + ",RowKey=" + quote(rk);
+    CAPTURE(path);
+    auto k = ParseKeyPath(path);
+    REQUIRE(k.ok());
+    CHECK(k->partition_key == pk);
+    CHECK(k->row_key == rk);
+  }
 }
 
 TEST_CASE("key path") {

@@ -30,7 +30,8 @@ bin=$build_dir/cerulean
 args=(--tableHost 127.0.0.1 --tablePort "$port" --location "$data" --silent)
 case $profiler in
   callgrind)
-    valgrind --tool=callgrind --callgrind-out-file="$out_dir/callgrind.$mode" \
+    # Instrumentation starts after the set-up (callgrind_control -i on below).
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out_dir/callgrind.$mode" \
       "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   perf)
@@ -71,14 +72,17 @@ sas=$(cd "$bench" && node -e '
   })().catch(e => { console.error(e); process.exit(1); });
 ' "$mode")
 
+[[ $profiler == callgrind ]] && callgrind_control -i on "$server" >/dev/null
 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
   mode="$mode" base=/devstoreaccount1 table=prof sas="$sas" n=10000 per=100 \
-  origin="http://127.0.0.1:$port" prefix=prof
+  origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
+requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 kill -TERM "$server"
 wait "$server" || true
 
 case $profiler in
   callgrind)
+    echo "$requests requests; instructions per request = totals / $requests"
     callgrind_annotate --inclusive=yes "$out_dir/callgrind.$mode" 2>/dev/null | head -60
     echo "... exclusive:"
     callgrind_annotate "$out_dir/callgrind.$mode" 2>/dev/null | sed -n '1,45p' | tail -30

@@ -517,15 +517,17 @@ std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* tab
 }
 
 std::string ETagFor(int64_t ticks) {
+  // W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"
   std::string ts = storage::FormatDateTime(ticks);
-  std::string out = "W/\"datetime'";
-  for (char c : ts) {
-    if (c == ':')
-      out += "%3A";
-    else
-      out += c;
+  std::string out;
+  out.reserve(ts.size() + 20);
+  out.append("W/\"datetime'");
+  size_t from = 0;
+  for (size_t colon = ts.find(':'); colon != std::string::npos; colon = ts.find(':', from)) {
+    out.append(ts, from, colon - from).append("%3A");
+    from = colon + 1;
   }
-  out += "'\"";
+  out.append(ts, from).append("'\"");
   return out;
 }
 

@@ -1,43 +1,65 @@
 #include "server/metrics.h"
 
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
 #include "server/request.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
 
+namespace {
+constexpr size_t kAdminSlot = static_cast<size_t>(Operation::kResetAccount) + 1;
+}  // namespace
+
 void Metrics::Record(const Request& req, int status, double ms) {
-  std::string op = req.account.empty() ? std::string("Admin") : std::string(OperationName(req.op));
-  std::lock_guard lock(mu_);
-  ++requests_[{std::move(op), status}];
+  static_assert(kAdminSlot < kOperationSlots);
+  size_t op = req.account.empty() ? kAdminSlot : static_cast<size_t>(req.op);
+  if (status < kFirstStatus || status >= kFirstStatus + static_cast<int>(kStatusSlots)) return;
+  requests_[op][static_cast<size_t>(status - kFirstStatus)].fetch_add(1, std::memory_order_relaxed);
   size_t i = 0;
   while (i < kBucketsMs.size() && ms > kBucketsMs[i]) ++i;
-  ++buckets_[i];
-  sum_ms_ += ms;
-  ++count_;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(static_cast<uint64_t>(ms * 1000), std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string Metrics::Render() const {
-  std::lock_guard lock(mu_);
+  // (operation, status, count), sorted by name for a stable exposition.
+  std::vector<std::tuple<std::string, int, uint64_t>> rows;
+  for (size_t op = 0; op <= kAdminSlot; ++op) {
+    for (size_t st = 0; st < kStatusSlots; ++st) {
+      uint64_t n = requests_[op][st].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      std::string name = op == kAdminSlot ? std::string("Admin")
+                                          : std::string(OperationName(static_cast<Operation>(op)));
+      rows.emplace_back(std::move(name), static_cast<int>(st) + kFirstStatus, n);
+    }
+  }
+  std::sort(rows.begin(), rows.end());
   std::string out;
   out += "# HELP cerulean_requests_total Requests answered, by operation and status.\n";
   out += "# TYPE cerulean_requests_total counter\n";
-  for (const auto& [key, n] : requests_) {
-    out += "cerulean_requests_total{operation=\"" + key.first + "\",status=\"" +
-           std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  for (const auto& [name, status, n] : rows) {
+    out += "cerulean_requests_total{operation=\"" + name + "\",status=\"" + std::to_string(status) +
+           "\"} " + std::to_string(n) + "\n";
   }
   out += "# HELP cerulean_request_duration_seconds Time to answer a request.\n";
   out += "# TYPE cerulean_request_duration_seconds histogram\n";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < kBucketsMs.size(); ++i) {
-    cumulative += buckets_[i];
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
     out += "cerulean_request_duration_seconds_bucket{le=\"" + std::to_string(kBucketsMs[i] / 1000) +
            "\"} " + std::to_string(cumulative) + "\n";
   }
-  cumulative += buckets_.back();
+  cumulative += buckets_.back().load(std::memory_order_relaxed);
   out +=
       "cerulean_request_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
-  out += "cerulean_request_duration_seconds_sum " + std::to_string(sum_ms_ / 1000) + "\n";
-  out += "cerulean_request_duration_seconds_count " + std::to_string(count_) + "\n";
+  out += "cerulean_request_duration_seconds_sum " +
+         std::to_string(static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6) + "\n";
+  out += "cerulean_request_duration_seconds_count " +
+         std::to_string(count_.load(std::memory_order_relaxed)) + "\n";
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Request counters and a latency histogram, exported in Prometheus text
 // format on /_metrics.
-// Thread-safety: Record and Render may be called concurrently.
+// Thread-safety: Record and Render may be called concurrently; Record takes
+// no lock (atomic counters), it runs on every request.
 #pragma once
 
 #include <array>
@@ -35,11 +36,15 @@ class Metrics {
                                                         10,  25,   50,  100, 250, 1000};
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (operation, status)
-  std::array<uint64_t, kBucketsMs.size() + 1> buckets_{};
-  double sum_ms_ = 0;
-  uint64_t count_ = 0;
+  // Counters by (operation, status): operations by enum value plus one for
+  // the reserved /_ endpoints ("Admin"); statuses 100..599.
+  static constexpr size_t kOperationSlots = 32;
+  static constexpr int kFirstStatus = 100;
+  static constexpr size_t kStatusSlots = 500;
+  std::array<std::array<std::atomic<uint64_t>, kStatusSlots>, kOperationSlots> requests_{};
+  std::array<std::atomic<uint64_t>, kBucketsMs.size() + 1> buckets_{};
+  std::atomic<uint64_t> sum_us_{0};
+  std::atomic<uint64_t> count_{0};
 
   std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
   std::string usage_text_;  // guarded by usage_mu_

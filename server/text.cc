@@ -7,10 +7,6 @@
 #include <openssl/params.h>
 
 #include <algorithm>
-#include <boost/url/decode_view.hpp>
-#include <boost/url/grammar/error.hpp>
-#include <boost/url/pct_string_view.hpp>
-#include <boost/url/rfc/pchars.hpp>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -112,7 +108,6 @@ void AppendJsonString(std::string* out, std::string_view s) {
   }
   out->push_back('"');
 }
-
 
 namespace {
 // Length of the well-formed UTF-8 sequence at s[i] (no overlong forms, no
@@ -291,13 +286,36 @@ bool SecureEquals(std::string_view a, std::string_view b) {
 }
 
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space) {
-  auto pct = boost::urls::make_pct_string_view(s);
-  if (!pct) return std::nullopt;
-  boost::urls::encoding_opts opts;
-  opts.space_as_plus = plus_as_space;
+  // Most keys, values and path segments have nothing to decode (profiled:
+  // decoding every query parameter of a SAS was a tenth of a point read).
+  // Hand-written: Boost.URL's validate-then-decode was a tenth of a point
+  // read's instructions (profiled with a SAS in the query string).
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
   std::string out;
   out.reserve(s.size());
-  for (char c : pct->decode(opts)) out.push_back(c);
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t special = s.find_first_of(plus_as_space ? "%+" : "%", i);
+    if (special == std::string_view::npos) special = s.size();
+    out.append(s.data() + i, special - i);
+    i = special;
+    if (i == s.size()) break;
+    if (s[i] == '+') {
+      out.push_back(' ');
+      ++i;
+      continue;
+    }
+    int hi = i + 2 < s.size() ? hex(s[i + 1]) : -1;
+    int lo = hi >= 0 ? hex(s[i + 2]) : -1;
+    if (lo < 0) return std::nullopt;  // '%' not followed by two hex digits
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 3;
+  }
   return out;
 }
 
@@ -327,12 +345,19 @@ std::string_view Trim(std::string_view s) {
 }
 
 std::string HttpDateNow() {
+  // Formatted once a second per thread: every response carries it.
+  thread_local std::time_t cached_second = -1;
+  thread_local std::string cached;
   std::time_t t = std::time(nullptr);
-  std::tm tm;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  return std::string(buf, n);
+  if (t != cached_second) {
+    std::tm tm;
+    gmtime_r(&t, &tm);
+    char buf[64];
+    size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    cached.assign(buf, n);
+    cached_second = t;
+  }
+  return cached;
 }
 
 std::optional<int64_t> ParseHttpDate(std::string_view s) {
