@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -9,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "server/text.h"
 #include "storage/edm_text.h"
@@ -230,12 +230,13 @@ std::optional<double> MemberAsDouble(const Member& m) {
 }
 
 // Converts a member to a typed value (annotation `type` if given).
-std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> type, Value* out) {
+// Strings are moved out of `m`.
+std::optional<ErrorReply> ConvertValue(Member& m, std::optional<EdmType> type, Value* out) {
   const ErrorReply invalid(AzureError::kInvalidInput);
   if (!type) {
     switch (m.kind) {
       case Member::Kind::kString:
-        *out = Value::String(m.text);
+        *out = Value::String(std::move(m.text));
         break;
       case Member::Kind::kBool:
         *out = Value::Boolean(m.b);
@@ -262,7 +263,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
     switch (*type) {
       case EdmType::kString:
         if (m.kind != Member::Kind::kString) return invalid;
-        *out = Value::String(m.text);
+        *out = Value::String(std::move(m.text));
         break;
       case EdmType::kBoolean:
         if (m.kind == Member::Kind::kBool)
@@ -346,10 +347,14 @@ bool HasForbiddenKeyChars(std::string_view v) {
   return false;
 }
 
-size_t ValueSize(const Value& v) {
+// A string's UTF-16 length, or its byte length when `exact` is false (an
+// upper bound: never fewer bytes than UTF-16 units).
+size_t Units(std::string_view s, bool exact) { return exact ? storage::Utf16Length(s) : s.size(); }
+
+size_t ValueSize(const Value& v, bool exact) {
   switch (v.type()) {
     case EdmType::kString:
-      return 4 + 2 * storage::Utf16Length(v.string());
+      return 4 + 2 * Units(v.string(), exact);
     case EdmType::kBinary:
       return 4 + v.binary().size();
     case EdmType::kBoolean:
@@ -392,7 +397,7 @@ std::optional<EdmType> ParseEdmTypeName(std::string_view name) {
 
 std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
   if (name.empty()) return ErrorReply(AzureError::kPropertyNameInvalid);
-  if (storage::Utf16Length(name) > kMaxPropertyName)
+  if (name.size() > kMaxPropertyName && storage::Utf16Length(name) > kMaxPropertyName)
     return ErrorReply(AzureError::kPropertyNameTooLong);
   if (!IsNameStart(static_cast<unsigned char>(name[0])))
     return ErrorReply(AzureError::kPropertyNameInvalid);
@@ -404,7 +409,8 @@ std::optional<ErrorReply> ValidatePropertyName(std::string_view name) {
 }
 
 std::optional<ErrorReply> ValidateValueSize(const Value& v) {
-  if (v.type() == EdmType::kString && storage::Utf16Length(v.string()) > kMaxStringUtf16) {
+  if (v.type() == EdmType::kString && v.string().size() > kMaxStringUtf16 &&
+      storage::Utf16Length(v.string()) > kMaxStringUtf16) {
     return ErrorReply(AzureError::kPropertyValueTooLarge);
   }
   if (v.type() == EdmType::kBinary && v.binary().size() > kMaxBinaryBytes) {
@@ -421,7 +427,7 @@ std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t t
 }
 
 std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value) {
-  if (storage::Utf16Length(value) > kMaxKeyUtf16)
+  if (value.size() > kMaxKeyUtf16 && storage::Utf16Length(value) > kMaxKeyUtf16)
     return ErrorReply(AzureError::kPropertyValueTooLarge);
   if (HasForbiddenKeyChars(value)) {
     return ErrorReply(AzureError::kOutOfRangeInput, "The '" + std::string(name) +
@@ -433,12 +439,16 @@ std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_vie
 
 std::optional<ErrorReply> ValidateEntityLimits(const Entity& e) {
   if (e.properties.size() > 252) return ErrorReply(AzureError::kTooManyProperties);
-  size_t size = 4 + 2 * (storage::Utf16Length(e.partition_key) + storage::Utf16Length(e.row_key));
-  for (const auto& p : e.properties) {
-    size += 8 + 2 * storage::Utf16Length(p.name) + ValueSize(p.value);
+  // Counted in bytes first: an upper bound that settles almost every entity
+  // without decoding UTF-8.
+  for (bool exact : {false, true}) {
+    size_t size = 4 + 2 * (Units(e.partition_key, exact) + Units(e.row_key, exact));
+    for (const auto& p : e.properties) {
+      size += 8 + 2 * Units(p.name, exact) + ValueSize(p.value, exact);
+    }
+    if (size <= kMaxEntityBytes) return std::nullopt;
   }
-  if (size > kMaxEntityBytes) return ErrorReply(AzureError::kEntityTooLarge);
-  return std::nullopt;
+  return ErrorReply(AzureError::kEntityTooLarge);
 }
 
 std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body,
@@ -446,32 +456,51 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
   std::vector<Member> members;
   if (auto err = ParseFlatObject(body, &members)) return err;
 
-  // Index members and annotations; the same name twice is an error.
-  std::unordered_map<std::string_view, size_t> values;
-  std::unordered_map<std::string_view, size_t> annotations;
+  // Index members and annotations by name (sorted vectors: an entity has a
+  // few dozen members at most); the same name twice is an error.
+  using NameIndex = std::vector<std::pair<std::string_view, size_t>>;
+  NameIndex values, annotations;
+  values.reserve(members.size());
   static constexpr std::string_view kTypeSuffix = "@odata.type";
   for (size_t i = 0; i < members.size(); ++i) {
     std::string_view name = members[i].name;
     bool is_annotation = name.size() > kTypeSuffix.size() && name.ends_with(kTypeSuffix);
-    auto& index = is_annotation ? annotations : values;
-    std::string_view key = is_annotation ? name.substr(0, name.size() - kTypeSuffix.size()) : name;
-    if (!index.emplace(key, i).second) return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
+    if (is_annotation) {
+      annotations.emplace_back(name.substr(0, name.size() - kTypeSuffix.size()), i);
+    } else {
+      values.emplace_back(name, i);
+    }
   }
+  auto by_name = [](const auto& a, const auto& b) { return a.first < b.first; };
+  for (NameIndex* index : {&values, &annotations}) {
+    std::sort(index->begin(), index->end(), by_name);
+    if (std::adjacent_find(index->begin(), index->end(), [](const auto& a, const auto& b) {
+          return a.first == b.first;
+        }) != index->end()) {
+      return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
+    }
+  }
+  auto find = [&](const NameIndex& index, std::string_view name) -> const size_t* {
+    auto it =
+        std::lower_bound(index.begin(), index.end(), std::make_pair(name, size_t{0}), by_name);
+    return it != index.end() && it->first == name ? &it->second : nullptr;
+  };
   for (const auto& [target, idx] : annotations) {
     if (target.starts_with("odata.") || target == "Timestamp") continue;
-    if (!values.contains(target)) return ErrorReply(AzureError::kInvalidInput);
+    if (find(values, target) == nullptr) return ErrorReply(AzureError::kInvalidInput);
     if (members[idx].kind != Member::Kind::kString) return ErrorReply(AzureError::kInvalidInput);
   }
 
   entity->properties.clear();
   bool have_pk = false, have_rk = false;
-  for (const Member& m : members) {
+  entity->properties.reserve(values.size());
+  for (Member& m : members) {
     std::string_view name = m.name;
     if (name.starts_with("odata.") || name.find('@') != std::string_view::npos) continue;
     if (name == "Timestamp") continue;
     std::optional<EdmType> type;
-    if (auto it = annotations.find(name); it != annotations.end()) {
-      type = ParseEdmTypeName(members[it->second].text);
+    if (const size_t* annotation = find(annotations, name)) {
+      type = ParseEdmTypeName(members[*annotation].text);
       if (!type) return ErrorReply(AzureError::kInvalidInput);
     }
     if (name == "PartitionKey" || name == "RowKey") {
@@ -481,10 +510,10 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
         return ErrorReply(AzureError::kInvalidInput);
       }
       if (name == "PartitionKey") {
-        entity->partition_key = m.text;
+        entity->partition_key = std::move(m.text);
         have_pk = true;
       } else {
-        entity->row_key = m.text;
+        entity->row_key = std::move(m.text);
         have_rk = true;
       }
       continue;
@@ -493,7 +522,8 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
     if (m.kind == Member::Kind::kNull) continue;  // null: not stored
     Value v;
     if (auto err = ConvertValue(m, type, &v)) return err;
-    entity->properties.push_back({std::string(name), std::move(v)});
+    // Nothing refers to this member's name or text any more.
+    entity->properties.push_back({std::move(m.name), std::move(v)});
   }
   if (keys_from_body) {
     if (!have_pk || !have_rk) return ErrorReply(AzureError::kPropertiesNeedValue);

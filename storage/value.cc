@@ -68,6 +68,14 @@ int CompareOrdinal(std::string_view a, std::string_view b) {
 size_t Utf16Length(std::string_view s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
+    // ASCII, eight bytes at a time: one unit each.
+    uint64_t word;
+    if (i + 8 <= s.size() &&
+        (std::memcpy(&word, s.data() + i, 8), (word & 0x8080808080808080u) == 0)) {
+      i += 8;
+      n += 8;
+      continue;
+    }
     unsigned char c = static_cast<unsigned char>(s[i]);
     // Lead bytes of 4-, 3- and 2-byte sequences; anything else (ASCII,
     // a stray continuation byte, C0, C1, F5..FF) is one unit.

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,24 @@ TEST_CASE("value: Utf16Length") {
                     "b") == 4);
   // Invalid bytes count one each.
   CHECK(Utf16Length(std::string("\x80\xFF\xF8", 3)) == 3);
+
+  // The eight-bytes-at-a-time ASCII path agrees with counting code points
+  // of valid UTF-8 (units: 2 above U+FFFF), wherever the ASCII runs fall.
+  const std::string pieces[] = {"a",        "abcdefgh",     "0123456789",
+                                "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
+  const size_t units[] = {1, 8, 10, 1, 1, 2};
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    std::string s;
+    size_t expected = 0;
+    for (int n = static_cast<int>(rng() % 12); n > 0; --n) {
+      size_t k = rng() % std::size(pieces);
+      s += pieces[k];
+      expected += units[k];
+    }
+    CAPTURE(s);
+    CHECK(Utf16Length(s) == expected);
+  }
 }
 
 TEST_CASE("value: Entity::Find and Value equality") {
