@@ -835,31 +835,44 @@ struct SqliteStore::PendingApply {
   Status status;
 };
 
-Status SqliteStore::ApplyOps(Connection* w, PendingApply* p) {
+Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
   const std::string& account = p->account;
   const std::string& table = p->table;
   const std::vector<WriteOp>& ops = p->ops;
+  *wrote = false;
   p->timestamps.clear();
   p->timestamps.reserve(ops.size());
   p->failed = 0;
   int64_t id = 0;
   Status s = LookupTable(w, account, table, &id);
+  if (!s.ok()) return s;
   // The whole Apply shares one timestamp unless an entity's previous one
   // is not below it (clock stepped back); writes stay strictly increasing
   // per entity either way.
   const int64_t base = NextTimestamp();
+
+  // Phase 1: read every addressed row and decide each op's outcome, so that
+  // a refused Apply writes nothing (ops address distinct keys, so no op's
+  // write can change another's check). No savepoint is needed per Apply.
+  struct Planned {
+    std::string pk, rk;
+    bool remove = false;
+    int64_t ts = 0;
+    std::string props;  // encoded, unless remove
+  };
+  std::vector<Planned> planned(ops.size());
   std::string props_blob;
   std::vector<Property> props;
-  for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
+  for (size_t i = 0; i < ops.size(); ++i) {
     const WriteOp& op = ops[i];
+    Planned& plan = planned[i];
     p->failed = i;
     const Entity& e = op.entity;
     if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
-      s = Status::InvalidArgument("InvalidKey");
-      break;
+      return Status::InvalidArgument("InvalidKey");
     }
-    std::string pk = EncodeKey(e.partition_key);
-    std::string rk = EncodeKey(e.row_key);
+    plan.pk = EncodeKey(e.partition_key);
+    plan.rk = EncodeKey(e.row_key);
 
     bool exists = false;
     int64_t prev_ts = 0;
@@ -867,88 +880,76 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p) {
       Stmt get;
       s = w->Prepare("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
                      &get);
-      if (!s.ok()) break;
+      if (!s.ok()) return s;
       get.BindInt64(1, id);
-      get.BindBlob(2, pk);
-      get.BindBlob(3, rk);
+      get.BindBlob(2, plan.pk);
+      get.BindBlob(3, plan.rk);
       int rc = get.Step();
       if (rc == SQLITE_ROW) {
         exists = true;
         prev_ts = get.ColumnInt64(0);
         props_blob.assign(get.ColumnBlob(1));
       } else if (rc != SQLITE_DONE) {
-        s = SqlStatus(w->db, rc, "read entity");
-        break;
+        return SqlStatus(w->db, rc, "read entity");
       }
     }
 
     bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
                        op.kind == WriteKind::kDelete;
-    if (op.kind == WriteKind::kInsert && exists) {
-      s = Status::AlreadyExists();
-      break;
-    }
-    if (conditional && !exists) {
-      s = Status::NotFound();
-      break;
-    }
-    if (conditional && op.if_match && *op.if_match != prev_ts) {
-      s = Status::ConditionFailed();
-      break;
-    }
+    if (op.kind == WriteKind::kInsert && exists) return Status::AlreadyExists();
+    if (conditional && !exists) return Status::NotFound();
+    if (conditional && op.if_match && *op.if_match != prev_ts) return Status::ConditionFailed();
 
     if (op.kind == WriteKind::kDelete) {
-      Stmt del;
-      s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &del);
-      if (!s.ok()) break;
-      del.BindInt64(1, id);
-      del.BindBlob(2, pk);
-      del.BindBlob(3, rk);
-      int rc = del.Step();
-      if (rc != SQLITE_DONE) {
-        s = SqlStatus(w->db, rc, "delete entity");
-        break;
-      }
-      p->timestamps.push_back(0);
+      plan.remove = true;
       continue;
     }
-
     bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
     const std::vector<Property>* final_props = &e.properties;
     if (merge) {
       s = DecodeProperties(props_blob, &props);
-      if (!s.ok()) break;
+      if (!s.ok()) return s;
       MergeProperties(e.properties, &props);
       final_props = &props;
     }
     if (final_props->size() > kMaxCustomProperties) {
-      s = Status::InvalidArgument("TooManyProperties");
-      break;
+      return Status::InvalidArgument("TooManyProperties");
     }
-    int64_t ts = exists ? std::max(base, prev_ts + 1) : base;
-    last_timestamp_ = std::max(last_timestamp_, ts);
-    props_blob.clear();
-    EncodeProperties(*final_props, &props_blob);
-
-    Stmt put;
-    s = w->Prepare(
-        "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
-        "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
-        &put);
-    if (!s.ok()) break;
-    put.BindInt64(1, id);
-    put.BindBlob(2, pk);
-    put.BindBlob(3, rk);
-    put.BindInt64(4, ts);
-    put.BindBlob(5, props_blob);
-    int rc = put.Step();
-    if (rc != SQLITE_DONE) {
-      s = SqlStatus(w->db, rc, "write entity");
-      break;
-    }
-    p->timestamps.push_back(ts);
+    plan.ts = exists ? std::max(base, prev_ts + 1) : base;
+    EncodeProperties(*final_props, &plan.props);
   }
-  return s;
+
+  // Phase 2: write. A failure here is SQLite's own (I/O, disk full): the
+  // caller abandons the whole transaction.
+  p->failed = 0;
+  *wrote = true;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Planned& plan = planned[i];
+    Stmt stmt;
+    if (plan.remove) {
+      s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &stmt);
+      if (!s.ok()) return s;
+      stmt.BindInt64(1, id);
+      stmt.BindBlob(2, plan.pk);
+      stmt.BindBlob(3, plan.rk);
+    } else {
+      s = w->Prepare(
+          "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
+          "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
+          &stmt);
+      if (!s.ok()) return s;
+      stmt.BindInt64(1, id);
+      stmt.BindBlob(2, plan.pk);
+      stmt.BindBlob(3, plan.rk);
+      stmt.BindInt64(4, plan.ts);
+      stmt.BindBlob(5, plan.props);
+      last_timestamp_ = std::max(last_timestamp_, plan.ts);
+    }
+    int rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "write entity");
+    p->timestamps.push_back(plan.remove ? 0 : plan.ts);
+  }
+  return Status::Ok();
 }
 
 void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
@@ -959,36 +960,24 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
     for (PendingApply* p : group) p->status = s;
     return;
   }
-  // A lone Apply needs no savepoint: its failure rolls back the transaction.
-  const bool single = group.size() == 1;
+  // Each Apply checks everything before it writes anything, so a refused
+  // one (409, 412, 404, ...) leaves the transaction as it found it and the
+  // others commit. A failure while writing is SQLite's (I/O, disk full): the
+  // whole group is rolled back and fails with it.
   for (PendingApply* p : group) {
-    if (!single) {
-      Status sp = w->Exec("SAVEPOINT apply");
-      if (!sp.ok()) {
-        p->status = sp;
-        continue;
-      }
-    }
-    p->status = ApplyOps(w, p);
-    if (single) break;
-    if (!p->status.ok()) static_cast<void>(w->Exec("ROLLBACK TO apply"));
-    static_cast<void>(w->Exec("RELEASE apply"));
-    if (sqlite3_get_autocommit(w->db)) {
-      // SQLite abandoned the whole transaction (e.g. disk full): nothing of
-      // the group was written.
-      Status lost = p->status.ok() ? Status::IOError("transaction aborted") : p->status;
-      for (PendingApply* q : group) {
-        if (q != p && q->status.ok()) {
-          q->status = lost;
-          q->failed = 0;
-        }
-      }
-      if (p->status.ok()) p->status = lost;
-      return;
-    }
-  }
-  if (single && !group[0]->status.ok()) {
+    bool wrote = false;
+    p->status = ApplyOps(w, p, &wrote);
+    if (p->status.ok()) continue;
+    // A refusal leaves the transaction open and untouched; anything else
+    // (SQLite gave up the transaction, or failed mid-write) loses the group.
+    bool abandoned = sqlite3_get_autocommit(w->db) != 0;
+    if (!wrote && !abandoned) continue;
+    Status lost = p->status;
     w->RollbackIfActive();
+    for (PendingApply* q : group) {
+      q->status = lost;
+      q->failed = 0;
+    }
     return;
   }
   s = w->Commit();

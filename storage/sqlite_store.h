@@ -143,11 +143,14 @@ class SqliteStore final : public Store {
 
   // One Apply waiting in the group-commit queue.
   struct PendingApply;
-  // Applies the ops of `p` inside the open write transaction; on failure sets
-  // p->failed to the failing op's index. REQUIRES: writer_mu_ held.
-  Status ApplyOps(Connection* w, PendingApply* p);
-  // Commits the Applies of `group` in one transaction (one fsync), each
-  // inside its own savepoint so that a failing one leaves the others intact.
+  // Applies the ops of `p` inside the open write transaction: checks every
+  // op first, then writes them all. On a refusal nothing was written and
+  // p->failed is the failing op's index; *wrote says whether writing began
+  // (a failure after that is SQLite's, and the transaction must be
+  // abandoned). REQUIRES: writer_mu_ held.
+  Status ApplyOps(Connection* w, PendingApply* p, bool* wrote);
+  // Commits the Applies of `group` in one transaction (one fsync); a
+  // refused Apply writes nothing, so the others commit.
   void CommitGroup(const std::vector<PendingApply*>& group);
   // Queues `p` for the committer.
   void Enqueue(std::unique_ptr<PendingApply> p);
