@@ -481,7 +481,10 @@ Status SqliteStore::Init() {
 
 template <typename Body>
 Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  // Lazy transactions are the reaper's own; everyone else goes first.
+  if (sync != Sync::kLazy) writers_waiting_.fetch_add(1);
+  std::unique_lock<std::mutex> lock(writer_mu_);
+  if (sync != Sync::kLazy) writers_waiting_.fetch_sub(1);
   Connection* w = writer_.get();
   // A lazy commit skips its fsync; the next durable commit syncs the WAL
   // with its frames too, and WAL frames are replayed in order, so the lazy
@@ -953,7 +956,9 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
 }
 
 void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  writers_waiting_.fetch_add(1);
+  std::unique_lock<std::mutex> lock(writer_mu_);
+  writers_waiting_.fetch_sub(1);
   Connection* w = writer_.get();
   Status s = w->Exec("BEGIN IMMEDIATE");
   if (!s.ok()) {
@@ -999,6 +1004,11 @@ void SqliteStore::ApplyAsync(std::string account, std::string table, std::vector
   p->ops = std::move(ops);
   p->done = std::move(done);
   Enqueue(std::move(p));
+}
+
+bool SqliteStore::GroupQueued() {
+  std::lock_guard<std::mutex> lock(group_mu_);
+  return !group_queue_.empty();
 }
 
 void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
@@ -1162,8 +1172,14 @@ void SqliteStore::ReaperLoop() {
       s = ReapChunk(&more);
       lock.lock();
       if (stopping_) return;
-      // Between chunks, leave the writer connection to request threads.
-      if (more && s.ok()) reap_cv_.wait_for(lock, std::chrono::milliseconds(1));
+      // Between chunks, leave the writer connection to request threads:
+      // pause, and start the next chunk only when no write waits for it.
+      if (more && s.ok()) {
+        do {
+          reap_cv_.wait_for(lock, std::chrono::milliseconds(1));
+          if (stopping_) return;
+        } while (writers_waiting_.load() > 0 || GroupQueued());
+      }
     }
     if (!s.ok()) {
       // Typically kBusy; try again a little later.
