@@ -358,6 +358,13 @@ SqliteStore::~SqliteStore() {
   }
   group_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  // Then the syncer, which the committer fed to the end.
+  {
+    std::lock_guard<std::mutex> lock(sync_mu_);
+    sync_stopping_ = true;
+  }
+  sync_cv_.notify_all();
+  if (syncer_.joinable()) syncer_.join();
   {
     std::lock_guard<std::mutex> lock(checkpoint_mu_);
     checkpoint_stopping_ = true;
@@ -412,10 +419,12 @@ Status SqliteStore::Init() {
     int rc = stmt.Step();
     if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "journal_mode");
     if (stmt.ColumnText(0) != "wal") return Status::IOError("cannot enable WAL on " + path);
-    // FULL: every commit fsyncs the WAL before Apply returns (see
-    // SqliteStoreOptions::fsync_commits).
-    s = w->Exec(options_.fsync_commits ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    // NORMAL: a commit appends to the WAL without syncing it. With
+    // fsync_commits, every durable write is followed by SyncWal before it
+    // is acknowledged (SqliteStoreOptions::fsync_commits).
+    s = w->Exec("PRAGMA synchronous=NORMAL");
     if (!s.ok()) return s;
+    sync_pipeline_ = options_.fsync_commits;
   }
 
   int version = 0;
@@ -469,6 +478,19 @@ Status SqliteStore::Init() {
     checkpointer_ = std::thread([this] { CheckpointLoop(); });
   }
 
+  if (sync_pipeline_) {
+    // The WAL exists once the schema is written. Its first sync (which also
+    // syncs the directory) happens here, before the writer runs beside it.
+    sqlite3_file* f = nullptr;
+    int rc = sqlite3_file_control(w->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f);
+    if (rc != SQLITE_OK || f == nullptr || f->pMethods == nullptr) {
+      return Status::IOError("no WAL file to sync in " + path);
+    }
+    wal_file_ = f;
+    s = SyncWal();
+    if (!s.ok()) return s;
+    syncer_ = std::thread([this] { SyncLoop(); });
+  }
   committer_ = std::thread([this] { CommitLoop(); });
 
   if (options_.background_reaping) {
@@ -486,23 +508,17 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   std::unique_lock<std::mutex> lock(writer_mu_);
   if (sync != Sync::kLazy) writers_waiting_.fetch_sub(1);
   Connection* w = writer_.get();
-  // A lazy commit skips its fsync; the next durable commit syncs the WAL
-  // with its frames too, and WAL frames are replayed in order, so the lazy
-  // one can be lost only together with everything after it. Setting the
-  // pragma only flips a pager flag.
-  const bool lazy = sync == Sync::kLazy && !options_.in_memory && options_.fsync_commits;
-  Status s = lazy ? w->Exec("PRAGMA synchronous=NORMAL") : Status::Ok();
-  if (s.ok()) s = w->Exec("BEGIN IMMEDIATE");
+  Status s = w->Exec("BEGIN IMMEDIATE");
   if (s.ok()) s = body(w);
   if (s.ok()) {
     s = w->Commit();
   } else {
     w->RollbackIfActive();
   }
-  if (lazy) {
-    Status restored = w->Exec("PRAGMA synchronous=FULL");
-    if (s.ok()) s = restored;
-  }
+  // A lazy commit is never synced on its own: the next durable sync covers
+  // its frames too, and WAL frames are replayed in order, so it can be lost
+  // only together with everything after it.
+  if (s.ok() && sync == Sync::kDurable && sync_pipeline_) s = SyncWal();
   return s;
 }
 
@@ -826,6 +842,9 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
   return Status::Ok();
 }
 
+// Applies committed together at most (see CommitLoop).
+constexpr size_t kMaxGroup = 16;
+
 struct SqliteStore::PendingApply {
   std::string account;
   std::string table;
@@ -1029,28 +1048,82 @@ void SqliteStore::CommitLoop() {
   for (;;) {
     group_cv_.wait(lock, [this] { return !group_queue_.empty() || group_stopping_; });
     if (group_queue_.empty()) return;  // stopping, and everything queued is done
-    group.swap(group_queue_);
+    // At most kMaxGroup at a time: with the sync pipelined, the rest make
+    // the next group, committed while this one's sync runs.
+    if (group_queue_.size() <= kMaxGroup) {
+      group.swap(group_queue_);
+    } else {
+      auto cut = group_queue_.begin() + static_cast<std::ptrdiff_t>(kMaxGroup);
+      group.assign(std::make_move_iterator(group_queue_.begin()), std::make_move_iterator(cut));
+      group_queue_.erase(group_queue_.begin(), cut);
+    }
     lock.unlock();
     writes.clear();
     for (auto& p : group) {
       if (!p->barrier) writes.push_back(p.get());
     }
     if (!writes.empty()) CommitGroup(writes);
-    // Callbacks run in queue order, so a Flush barrier's runs after those of
-    // every write queued before it.
-    for (auto& p : group) {
-      ApplyOutcome out;
-      out.status = p->status;
-      out.ops = std::move(p->ops);
-      if (p->status.ok()) {
-        out.result.timestamps = std::move(p->timestamps);
-      } else {
-        out.error = ApplyError{p->status, p->failed};
+    if (sync_pipeline_) {
+      {
+        std::lock_guard<std::mutex> sync_lock(sync_mu_);
+        for (auto& p : group) sync_queue_.push_back(std::move(p));
       }
-      p->done(std::move(out));
+      sync_cv_.notify_one();
+    } else {
+      RunCallbacks(group);
     }
     group.clear();
     lock.lock();
+  }
+}
+
+void SqliteStore::SyncLoop() {
+  std::vector<std::unique_ptr<PendingApply>> batch;
+  std::unique_lock<std::mutex> lock(sync_mu_);
+  for (;;) {
+    sync_cv_.wait(lock, [this] { return !sync_queue_.empty() || sync_stopping_; });
+    if (sync_queue_.empty()) return;  // stopping, and everything handed over is done
+    batch.swap(sync_queue_);
+    lock.unlock();
+    // One sync covers every commit handed over so far: each was committed
+    // before it was handed over, so before this sync began.
+    bool committed = false;
+    for (const auto& p : batch) committed |= !p->barrier && p->status.ok();
+    Status s = committed ? SyncWal() : Status::Ok();
+    if (!s.ok()) {
+      for (auto& p : batch) {
+        if (!p->barrier && p->status.ok()) {
+          p->status = s;
+          p->failed = 0;
+        }
+      }
+    }
+    RunCallbacks(batch);
+    batch.clear();
+    lock.lock();
+  }
+}
+
+Status SqliteStore::SyncWal() {
+  int rc = wal_file_->pMethods->xSync(wal_file_, SQLITE_SYNC_NORMAL);
+  if (rc != SQLITE_OK)
+    return Status::IOError("syncing the WAL failed (" + std::to_string(rc) + ")");
+  return Status::Ok();
+}
+
+void SqliteStore::RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group) {
+  // In queue order, so a Flush barrier's runs after those of every write
+  // queued before it.
+  for (auto& p : group) {
+    ApplyOutcome out;
+    out.status = p->status;
+    out.ops = std::move(p->ops);
+    if (p->status.ok()) {
+      out.result.timestamps = std::move(p->timestamps);
+    } else {
+      out.error = ApplyError{p->status, p->failed};
+    }
+    p->done(std::move(out));
   }
 }
 

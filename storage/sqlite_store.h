@@ -22,6 +22,7 @@
 #include "storage/store.h"
 
 struct sqlite3;
+struct sqlite3_file;
 
 namespace cerulean::storage {
 
@@ -157,9 +158,19 @@ class SqliteStore final : public Store {
   void Enqueue(std::unique_ptr<PendingApply> p);
   // True iff writes wait in the group-commit queue.
   bool GroupQueued();
-  // The committer thread: takes everything queued, commits it as one group,
-  // runs the callbacks, repeats.
+  // The committer thread: takes what is queued (up to kMaxGroup Applies),
+  // commits it as one group, hands it to the syncer (or runs the
+  // callbacks), repeats.
   void CommitLoop();
+  // The syncer thread (durable file stores): makes the WAL durable for
+  // every group committed so far with one sync, then runs their callbacks,
+  // while the committer already builds the next group. See storage/README.md.
+  void SyncLoop();
+  // Syncs the WAL through SQLite's VFS (xSync of the writer's WAL file).
+  // Safe beside the writer appending to it.
+  Status SyncWal();
+  // Runs the callbacks of `group` in order.
+  static void RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group);
 
   // Background WAL checkpoints (file stores): the writer's commits only
   // append to the WAL; this thread copies it back into the database with
@@ -202,6 +213,16 @@ class SqliteStore final : public Store {
   std::vector<std::unique_ptr<PendingApply>> group_queue_;  // guarded by group_mu_
   bool group_stopping_ = false;                             // guarded by group_mu_
   std::thread committer_;
+
+  // Pipelined durability: the writer connection runs synchronous=NORMAL (a
+  // commit only appends to the WAL) and acknowledgements wait for SyncWal.
+  bool sync_pipeline_ = false;        // set by Init
+  sqlite3_file* wal_file_ = nullptr;  // the writer's WAL file, set by Init
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_
+  bool sync_stopping_ = false;                             // guarded by sync_mu_
+  std::thread syncer_;
 
   // Idle reader connections of a file store.
   std::mutex readers_mu_;
