@@ -65,6 +65,20 @@ std::string_view OperationName(Operation op) {
   return "Unknown";
 }
 
+bool IsEntityWrite(Operation op) {
+  switch (op) {
+    case Operation::kInsertEntity:
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+    case Operation::kDeleteEntity:
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string_view Header(const HttpRequest& req, std::string_view name) {
   auto it = req.find(boost::beast::string_view(name.data(), name.size()));
   if (it == req.end()) return {};

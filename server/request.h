@@ -109,6 +109,8 @@ enum class Operation {
   kResetAccount,  // POST /_reset/{account}
 };
 std::string_view OperationName(Operation op);
+// Insert, Update, Merge, Delete Entity and the two upserts.
+bool IsEntityWrite(Operation op);
 
 struct Request {
   explicit Request(HttpRequest& h) : http(h) {}

@@ -415,19 +415,7 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
 // the health check. Everything else may scan or commit on its own.
 bool RunsInline(const Request& req) {
   if (req.admin) return req.raw_path == "/_health";
-  switch (req.op) {
-    case Operation::kGetEntity:
-    case Operation::kInsertEntity:
-    case Operation::kUpdateEntity:
-    case Operation::kMergeEntity:
-    case Operation::kDeleteEntity:
-    case Operation::kInsertOrReplace:
-    case Operation::kInsertOrMerge:
-    case Operation::kBatch:
-      return true;
-    default:
-      return false;
-  }
+  return req.op == Operation::kGetEntity || req.op == Operation::kBatch || IsEntityWrite(req.op);
 }
 
 // Runs `step`, turning an exception into 500 InternalError.
