@@ -122,6 +122,26 @@ std::optional<ErrorReply> ParseFlatObjectWithNumbersAsDoubles(std::string_view b
   return std::nullopt;
 }
 
+// The date of an ETag as it appears in one: the DateTime with ':' written
+// %3A ("2024-01-02T03%3A04%3A05.1234567Z").
+void AppendETagDate(std::string* out, int64_t ticks) {
+  size_t start = out->size();
+  storage::AppendDateTime(out, ticks);
+  // Two colons, each widened by two characters; shift the tail once.
+  size_t n = out->size() - start;
+  out->resize(out->size() + 4);
+  char* p = out->data() + start;
+  for (size_t i = n, j = n + 4; i-- > 0;) {
+    if (p[i] == ':') {
+      p[--j] = 'A';
+      p[--j] = '3';
+      p[--j] = '%';
+    } else {
+      p[--j] = p[i];
+    }
+  }
+}
+
 // Bodies up to this size are parsed by a parser kept per thread (its
 // buffers are reused); larger ones by a parser of their own, so that no
 // thread keeps megabytes after one large request.
@@ -347,6 +367,13 @@ bool HasForbiddenKeyChars(std::string_view v) {
   return false;
 }
 
+template <typename Int>
+void AppendInteger(std::string* out, Int v) {
+  char buf[24];
+  char* end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out->append(buf, static_cast<size_t>(end - buf));
+}
+
 // A string's UTF-16 length, or its byte length when `exact` is false (an
 // upper bound: never fewer bytes than UTF-16 units).
 size_t Units(std::string_view s, bool exact) { return exact ? storage::Utf16Length(s) : s.size(); }
@@ -548,16 +575,11 @@ std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* tab
 
 std::string ETagFor(int64_t ticks) {
   // W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"
-  std::string ts = storage::FormatDateTime(ticks);
   std::string out;
-  out.reserve(ts.size() + 20);
+  out.reserve(48);
   out.append("W/\"datetime'");
-  size_t from = 0;
-  for (size_t colon = ts.find(':'); colon != std::string::npos; colon = ts.find(':', from)) {
-    out.append(ts, from, colon - from).append("%3A");
-    from = colon + 1;
-  }
-  out.append(ts, from).append("'\"");
+  AppendETagDate(&out, ticks);
+  out.append("'\"");
   return out;
 }
 
@@ -628,20 +650,20 @@ void AppendValue(std::string* out, bool* first, std::string_view name, const Val
       break;
     case EdmType::kInt32:
       AppendKey(out, first, name);
-      out->append(std::to_string(v.int32()));
+      AppendInteger(out, v.int32());
       break;
     case EdmType::kInt64:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Int64");
       AppendKey(out, first, name);
       out->push_back('"');
-      out->append(std::to_string(v.int64()));
+      AppendInteger(out, v.int64());
       out->push_back('"');
       break;
     case EdmType::kDouble: {
       double d = v.dbl();
       if (std::isfinite(d)) {
         AppendKey(out, first, name);
-        out->append(storage::FormatDouble(d));
+        storage::AppendDouble(out, d);
       } else {
         if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Double");
         AppendKey(out, first, name);
@@ -653,14 +675,14 @@ void AppendValue(std::string* out, bool* first, std::string_view name, const Val
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.DateTime");
       AppendKey(out, first, name);
       out->push_back('"');
-      out->append(storage::FormatDateTime(v.ticks()));
+      storage::AppendDateTime(out, v.ticks());
       out->push_back('"');
       break;
     case EdmType::kGuid:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Guid");
       AppendKey(out, first, name);
       out->push_back('"');
-      out->append(storage::FormatGuid(v.guid()));
+      storage::AppendGuid(out, v.guid());
       out->push_back('"');
       break;
     case EdmType::kBinary:
@@ -702,7 +724,9 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
   }
   if (ctx.level != Metadata::kNone) {
     AppendKey(out, &first, "odata.etag");
-    AppendJsonString(out, ETagFor(e.timestamp));
+    out->append("\"W/\\\"datetime'");  // the ETag's quotes escaped for JSON
+    AppendETagDate(out, e.timestamp);
+    out->append("'\\\"\"");
   }
   if (ctx.level == Metadata::kFull) {
     AppendKey(out, &first, "odata.editLink");
@@ -721,7 +745,7 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
       AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
     AppendKey(out, &first, "Timestamp");
     out->push_back('"');
-    out->append(storage::FormatDateTime(e.timestamp));
+    storage::AppendDateTime(out, e.timestamp);
     out->push_back('"');
   }
   if (select == nullptr) {

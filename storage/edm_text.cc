@@ -133,22 +133,20 @@ void AppendDigits(std::string* out, int64_t value, int width) {
 
 }  // namespace
 
-std::string FormatDateTime(int64_t ticks) {
+void AppendDateTime(std::string* out, int64_t ticks) {
   if (ticks < 0) ticks = 0;
   Civil c = ToCivil(ticks);
-  std::string out;
-  out.reserve(28);
-  AppendDigits(&out, c.y, 4);
-  out += '-';
-  AppendDigits(&out, c.m, 2);
-  out += '-';
-  AppendDigits(&out, c.d, 2);
-  out += 'T';
-  AppendDigits(&out, c.hh, 2);
-  out += ':';
-  AppendDigits(&out, c.mm, 2);
-  out += ':';
-  AppendDigits(&out, c.ss, 2);
+  AppendDigits(out, c.y, 4);
+  out->push_back('-');
+  AppendDigits(out, c.m, 2);
+  out->push_back('-');
+  AppendDigits(out, c.d, 2);
+  out->push_back('T');
+  AppendDigits(out, c.hh, 2);
+  out->push_back(':');
+  AppendDigits(out, c.mm, 2);
+  out->push_back(':');
+  AppendDigits(out, c.ss, 2);
   if (c.frac != 0) {
     // Seven digits of 100 ns, trailing zeros dropped.
     int64_t frac = c.frac;
@@ -157,10 +155,15 @@ std::string FormatDateTime(int64_t ticks) {
       frac /= 10;
       --width;
     }
-    out += '.';
-    AppendDigits(&out, frac, width);
+    out->push_back('.');
+    AppendDigits(out, frac, width);
   }
-  out += 'Z';
+  out->push_back('Z');
+}
+
+std::string FormatDateTime(int64_t ticks) {
+  std::string out;
+  AppendDateTime(&out, ticks);
   return out;
 }
 
@@ -197,30 +200,42 @@ std::optional<Guid> ParseGuid(std::string_view text) {
   return g;
 }
 
-std::string FormatGuid(const Guid& g) {
+void AppendGuid(std::string* out, const Guid& g) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
+  char buf[36];
+  size_t n = 0;
   for (size_t i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += kHex[g.bytes[i] >> 4];
-    out += kHex[g.bytes[i] & 15];
+    if (i == 4 || i == 6 || i == 8 || i == 10) buf[n++] = '-';
+    buf[n++] = kHex[g.bytes[i] >> 4];
+    buf[n++] = kHex[g.bytes[i] & 15];
   }
+  out->append(buf, n);
+}
+
+std::string FormatGuid(const Guid& g) {
+  std::string out;
+  AppendGuid(&out, g);
   return out;
 }
 
-std::string FormatDouble(double d) {
+void AppendDouble(std::string* out, double d) {
   char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, d);
-  std::string s(buf, res.ptr);
-  size_t e = s.find('e');
-  if (e != std::string::npos) {
+  char* end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+  std::string_view s(buf, static_cast<size_t>(end - buf));
+  if (size_t e = s.find('e'); e != std::string_view::npos) {
     // to_chars writes "1e+20"; .NET and the service write "1E+20".
-    s[e] = 'E';
-    return s;
+    buf[e] = 'E';
+    out->append(s);
+    return;
   }
-  if (s.find('.') == std::string::npos) s += ".0";
-  return s;
+  out->append(s);
+  if (s.find('.') == std::string_view::npos) out->append(".0");
+}
+
+std::string FormatDouble(double d) {
+  std::string out;
+  AppendDouble(&out, d);
+  return out;
 }
 
 int64_t NowTicks() {

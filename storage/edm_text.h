@@ -25,6 +25,8 @@ std::optional<int64_t> ParseDateTime(std::string_view text);
 
 // "yyyy-MM-ddTHH:mm:ss[.fffffff]Z" with trailing fraction zeros removed.
 std::string FormatDateTime(int64_t ticks);
+// Appends FormatDateTime(ticks) to *out (no temporary: response writers).
+void AppendDateTime(std::string* out, int64_t ticks);
 
 // "MM/dd/yyyy HH:mm:ss" (the .NET invariant form used in range errors).
 std::string FormatDateTimeInvariant(int64_t ticks);
@@ -33,11 +35,13 @@ std::string FormatDateTimeInvariant(int64_t ticks);
 std::optional<Guid> ParseGuid(std::string_view text);
 // Lower-case hyphenated form.
 std::string FormatGuid(const Guid& guid);
+void AppendGuid(std::string* out, const Guid& guid);
 
 // Shortest round-trip form of a finite double; integral values keep ".0"
 // ("1.0", "-0.0"), large/small magnitudes use exponent form ("1E+20").
 // REQUIRES: std::isfinite(d).
 std::string FormatDouble(double d);
+void AppendDouble(std::string* out, double d);
 
 // Current UTC time in ticks.
 int64_t NowTicks();
