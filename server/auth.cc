@@ -430,19 +430,10 @@ std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::strin
   const std::string& sp = g.permissions;
   auto perm = ErrorReply(AzureError::kAuthorizationPermissionMismatch);
   if (g.kind == AuthGrant::Kind::kServiceSas) {
-    switch (op) {
-      case Operation::kQueryEntities:
-      case Operation::kGetEntity:
-      case Operation::kInsertEntity:
-      case Operation::kUpdateEntity:
-      case Operation::kMergeEntity:
-      case Operation::kDeleteEntity:
-      case Operation::kInsertOrReplace:
-      case Operation::kInsertOrMerge:
-      case Operation::kBatch:
-        break;
-      default:
-        return ErrorReply(AzureError::kAuthorizationFailure);
+    // A table SAS reaches entities only.
+    if (op != Operation::kQueryEntities && op != Operation::kGetEntity && op != Operation::kBatch &&
+        !IsEntityWrite(op)) {
+      return ErrorReply(AzureError::kAuthorizationFailure);
     }
     // A $batch names its table only in its operations, each authorized on
     // its own (operations/batch.cc).

@@ -201,18 +201,12 @@ bool IsWrite(Operation op) {
   switch (op) {
     case Operation::kCreateTable:
     case Operation::kDeleteTable:
-    case Operation::kInsertEntity:
-    case Operation::kUpdateEntity:
-    case Operation::kMergeEntity:
-    case Operation::kDeleteEntity:
-    case Operation::kInsertOrReplace:
-    case Operation::kInsertOrMerge:
     case Operation::kBatch:
     case Operation::kSetTableAcl:
     case Operation::kSetServiceProperties:
       return true;
     default:
-      return false;
+      return IsEntityWrite(op);
   }
 }
 

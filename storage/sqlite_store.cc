@@ -350,33 +350,25 @@ void BindBound(Stmt* stmt, const KeyBound& b, int first) {
 
 SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
 
+namespace {
+// Sets `*stopping` under `mu`, wakes `cv`'s waiters and joins `thread`.
+void StopThread(std::mutex& mu, std::condition_variable& cv, bool* stopping, std::thread& thread) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    *stopping = true;
+  }
+  cv.notify_all();
+  if (thread.joinable()) thread.join();
+}
+}  // namespace
+
 SqliteStore::~SqliteStore() {
-  // The committer finishes what is queued (running its callbacks) first.
-  {
-    std::lock_guard<std::mutex> lock(group_mu_);
-    group_stopping_ = true;
-  }
-  group_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
-  // Then the syncer, which the committer fed to the end.
-  {
-    std::lock_guard<std::mutex> lock(sync_mu_);
-    sync_stopping_ = true;
-  }
-  sync_cv_.notify_all();
-  if (syncer_.joinable()) syncer_.join();
-  {
-    std::lock_guard<std::mutex> lock(checkpoint_mu_);
-    checkpoint_stopping_ = true;
-  }
-  checkpoint_cv_.notify_all();
-  if (checkpointer_.joinable()) checkpointer_.join();
-  {
-    std::lock_guard<std::mutex> lock(reap_mu_);
-    stopping_ = true;
-  }
-  reap_cv_.notify_all();
-  if (reaper_.joinable()) reaper_.join();
+  // The committer finishes what is queued first, then the syncer, which the
+  // committer fed to the end (callbacks all run), then the background work.
+  StopThread(group_mu_, group_cv_, &group_stopping_, committer_);
+  StopThread(sync_mu_, sync_cv_, &sync_stopping_, syncer_);
+  StopThread(checkpoint_mu_, checkpoint_cv_, &checkpoint_stopping_, checkpointer_);
+  StopThread(reap_mu_, reap_cv_, &stopping_, reaper_);
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
