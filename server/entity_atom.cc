@@ -434,12 +434,7 @@ std::optional<ErrorReply> ParseAtomEntityBody(std::string_view body, bool keys_f
     if (auto err = ConvertAtomValue(p, type.value_or(EdmType::kString), &v)) return err;
     entity->properties.push_back({std::move(p.name), std::move(v)});
   }
-  if (keys_from_body) {
-    if (!have_pk || !have_rk) return ErrorReply(AzureError::kPropertiesNeedValue);
-    if (auto err = ValidateBodyKey("PartitionKey", entity->partition_key)) return err;
-    if (auto err = ValidateBodyKey("RowKey", entity->row_key)) return err;
-  }
-  return ValidateEntityLimits(*entity);
+  return CheckParsedEntity(*entity, keys_from_body, have_pk && have_rk);
 }
 
 std::optional<ErrorReply> ParseAtomTableBody(std::string_view body, std::string* table_name) {

@@ -478,6 +478,16 @@ std::optional<ErrorReply> ValidateEntityLimits(const Entity& e) {
   return ErrorReply(AzureError::kEntityTooLarge);
 }
 
+std::optional<ErrorReply> CheckParsedEntity(const Entity& entity, bool keys_from_body,
+                                            bool have_keys) {
+  if (keys_from_body) {
+    if (!have_keys) return ErrorReply(AzureError::kPropertiesNeedValue);
+    if (auto err = ValidateBodyKey("PartitionKey", entity.partition_key)) return err;
+    if (auto err = ValidateBodyKey("RowKey", entity.row_key)) return err;
+  }
+  return ValidateEntityLimits(entity);
+}
+
 std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body,
                                           Entity* entity) {
   std::vector<Member> members;
@@ -552,12 +562,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
     // Nothing refers to this member's name or text any more.
     entity->properties.push_back({std::move(m.name), std::move(v)});
   }
-  if (keys_from_body) {
-    if (!have_pk || !have_rk) return ErrorReply(AzureError::kPropertiesNeedValue);
-    if (auto err = ValidateBodyKey("PartitionKey", entity->partition_key)) return err;
-    if (auto err = ValidateBodyKey("RowKey", entity->row_key)) return err;
-  }
-  return ValidateEntityLimits(*entity);
+  return CheckParsedEntity(*entity, keys_from_body, have_pk && have_rk);
 }
 
 std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* table_name) {

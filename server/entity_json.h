@@ -30,6 +30,11 @@ std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_vie
 
 // Validates an entity's size and property count after parsing.
 std::optional<ErrorReply> ValidateEntityLimits(const storage::Entity& entity);
+// The checks that end the parsing of any entity body (JSON or Atom): both
+// keys present (`have_keys`) and valid when they come from the body, and
+// the entity within Azure's limits.
+std::optional<ErrorReply> CheckParsedEntity(const storage::Entity& entity, bool keys_from_body,
+                                            bool have_keys);
 
 // Rules shared with the Atom codec (entity_atom.h), so that both body
 // formats refuse the same input with the same error.

@@ -38,9 +38,12 @@ bool ParseBool(const pt::ptree& node, const char* path, bool* out) {
   auto v = node.get_optional<std::string>(path);
   if (!v) return true;
   std::string s(Trim(*v));
-  if (s == "true") *out = true;
-  else if (s == "false") *out = false;
-  else return false;
+  if (s == "true")
+    *out = true;
+  else if (s == "false")
+    *out = false;
+  else
+    return false;
   return true;
 }
 
@@ -79,7 +82,8 @@ void AppendMetrics(std::string* out, const char* name, const MetricsSettings& m)
   *out += "</Version><Enabled>";
   *out += m.enabled ? "true" : "false";
   *out += "</Enabled>";
-  if (m.enabled) *out += std::string("<IncludeAPIs>") + (m.include_apis ? "true" : "false") + "</IncludeAPIs>";
+  if (m.enabled)
+    *out += std::string("<IncludeAPIs>") + (m.include_apis ? "true" : "false") + "</IncludeAPIs>";
   AppendRetention(out, m.retention);
   *out += std::string("</") + name + ">";
 }
@@ -88,8 +92,10 @@ bool HeaderListOk(const std::vector<std::string>& headers) {
   int literal = 0, prefixed = 0;
   for (const auto& h : headers) {
     if (h.size() > 256) return false;
-    if (h.ends_with("*")) ++prefixed;
-    else ++literal;
+    if (h.ends_with("*"))
+      ++prefixed;
+    else
+      ++literal;
   }
   return literal <= 64 && prefixed <= 2;
 }
@@ -105,7 +111,8 @@ bool HeaderMatches(std::string_view pattern, std::string_view header) {
 
 }  // namespace
 
-std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, ServiceProperties* props) {
+std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml,
+                                                    ServiceProperties* props) {
   pt::ptree tree;
   try {
     std::istringstream in{std::string(xml)};
@@ -120,13 +127,19 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
   try {
     if (auto logging = root->get_child_optional("Logging")) {
       next.logging.version = logging->get<std::string>("Version", "1.0");
-      if (!ParseBool(*logging, "Delete", &next.logging.del) || !ParseBool(*logging, "Read", &next.logging.read) ||
-          !ParseBool(*logging, "Write", &next.logging.write) || !ParseRetention(*logging, &next.logging.retention)) {
+      if (!ParseBool(*logging, "Delete", &next.logging.del) ||
+          !ParseBool(*logging, "Read", &next.logging.read) ||
+          !ParseBool(*logging, "Write", &next.logging.write) ||
+          !ParseRetention(*logging, &next.logging.retention)) {
         return bad_value;
       }
     }
-    if (auto m = root->get_child_optional("HourMetrics"); m && !ParseMetrics(*m, &next.hour_metrics)) return bad_value;
-    if (auto m = root->get_child_optional("MinuteMetrics"); m && !ParseMetrics(*m, &next.minute_metrics)) return bad_value;
+    if (auto m = root->get_child_optional("HourMetrics");
+        m && !ParseMetrics(*m, &next.hour_metrics))
+      return bad_value;
+    if (auto m = root->get_child_optional("MinuteMetrics");
+        m && !ParseMetrics(*m, &next.minute_metrics))
+      return bad_value;
     if (auto cors = root->get_child_optional("Cors")) {
       next.cors.clear();
       for (const auto& [name, node] : *cors) {
@@ -137,17 +150,20 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
         rule.allowed_headers = SplitList(node.get<std::string>("AllowedHeaders", ""));
         rule.exposed_headers = SplitList(node.get<std::string>("ExposedHeaders", ""));
         rule.max_age = node.get<int>("MaxAgeInSeconds", 0);
-        if (rule.allowed_origins.empty() || rule.allowed_methods.empty() || rule.max_age < 0) return bad_value;
+        if (rule.allowed_origins.empty() || rule.allowed_methods.empty() || rule.max_age < 0)
+          return bad_value;
         for (const auto& o : rule.allowed_origins) {
           if (o.size() > 256) return bad_value;
         }
         for (const auto& m : rule.allowed_methods) {
-          static constexpr std::string_view kMethods[] = {"DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH"};
+          static constexpr std::string_view kMethods[] = {"DELETE", "GET",     "HEAD", "MERGE",
+                                                          "POST",   "OPTIONS", "PUT",  "PATCH"};
           bool ok = false;
           for (auto k : kMethods) ok |= k == m;
           if (!ok) return bad_value;
         }
-        if (!HeaderListOk(rule.allowed_headers) || !HeaderListOk(rule.exposed_headers)) return bad_value;
+        if (!HeaderListOk(rule.allowed_headers) || !HeaderListOk(rule.exposed_headers))
+          return bad_value;
         next.cors.push_back(std::move(rule));
       }
       if (next.cors.size() > 5) return bad_value;
@@ -160,7 +176,8 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
 }
 
 std::string ServicePropertiesToXml(const ServiceProperties& p) {
-  std::string out = "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Logging><Version>";
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Logging><Version>";
   AppendXmlText(&out, p.logging.version);
   out += "</Version>";
   out += std::string("<Delete>") + (p.logging.del ? "true" : "false") + "</Delete>";
@@ -177,7 +194,8 @@ std::string ServicePropertiesToXml(const ServiceProperties& p) {
     for (const auto& r : p.cors) {
       out += "<CorsRule><AllowedOrigins>";
       AppendXmlText(&out, JoinList(r.allowed_origins));
-      out += "</AllowedOrigins><AllowedMethods>" + JoinList(r.allowed_methods) + "</AllowedMethods>";
+      out +=
+          "</AllowedOrigins><AllowedMethods>" + JoinList(r.allowed_methods) + "</AllowedMethods>";
       out += "<MaxAgeInSeconds>" + std::to_string(r.max_age) + "</MaxAgeInSeconds><ExposedHeaders>";
       AppendXmlText(&out, JoinList(r.exposed_headers));
       out += "</ExposedHeaders><AllowedHeaders>";
@@ -190,7 +208,8 @@ std::string ServicePropertiesToXml(const ServiceProperties& p) {
   return out;
 }
 
-const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin, std::string_view method) {
+const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin,
+                              std::string_view method) {
   for (const auto& rule : props.cors) {
     bool origin_ok = false;
     for (const auto& o : rule.allowed_origins) origin_ok |= o == "*" || IEquals(o, origin);
