@@ -45,12 +45,12 @@ void Listener::Stop() {
 void Listener::DoAccept() {
   acceptor_.async_accept(
       net::make_strand(ioc_),
-      [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+      [self = shared_from_this()](boost::system::error_code ec, ConnectionSocket socket) {
         self->OnAccept(ec, std::move(socket));
       });
 }
 
-void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
+void Listener::OnAccept(boost::system::error_code ec, ConnectionSocket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
   if (ec) {
     std::fprintf(stderr, "accept: %s\n", ec.message().c_str());

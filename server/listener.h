@@ -12,6 +12,7 @@
 #include <string>
 
 #include "server/request.h"
+#include "server/session.h"
 
 namespace cerulean::server {
 
@@ -30,7 +31,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
  private:
   void DoAccept();
-  void OnAccept(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
+  void OnAccept(boost::system::error_code ec, ConnectionSocket socket);
 
   boost::asio::io_context& ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;

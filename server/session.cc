@@ -76,7 +76,7 @@ bool IsQuick(const HttpRequest& req) {
 
 // The peer's address, and Nagle off; called before the socket moves into a
 // stream.
-std::string PreparePeer(net::ip::tcp::socket& socket) {
+std::string PreparePeer(ConnectionSocket& socket) {
   beast::error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
   auto ep = socket.remote_endpoint(ec);
@@ -233,7 +233,7 @@ template class HttpSession<TlsSession>;
 
 // --- plain HTTP -----------------------------------------------------------------
 
-PlainSession::PlainSession(net::ip::tcp::socket&& socket, const ServerContext& ctx)
+PlainSession::PlainSession(ConnectionSocket&& socket, const ServerContext& ctx)
     : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket)) {}
 
 void PlainSession::Run() {
@@ -248,7 +248,7 @@ void PlainSession::DoClose() {
 
 // --- HTTPS ----------------------------------------------------------------------
 
-TlsSession::TlsSession(net::ip::tcp::socket&& socket, ssl::context& tls, const ServerContext& ctx)
+TlsSession::TlsSession(ConnectionSocket&& socket, ssl::context& tls, const ServerContext& ctx)
     : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket), tls) {}
 
 void TlsSession::Run() {
