@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -173,9 +174,12 @@ TEST_CASE("store(file): every acknowledged write survives kill -9") {
 }
 
 // A VFS that forwards to SQLite's default one and counts xSync calls on WAL
-// files, to observe when commits reach stable storage.
+// files, to observe when commits reach stable storage, and which WAL writes
+// a completed sync covers.
 constexpr const char* kSyncCountingVfs = "cerulean_sync_counting";
 std::atomic<int> wal_syncs{0};
+std::atomic<int> wal_writes{0};         // completed xWrite calls on WAL files
+std::atomic<int> wal_writes_synced{0};  // of those, how many a completed sync covers
 sqlite3_vfs* real_vfs = nullptr;
 
 struct CountingFile {
@@ -189,8 +193,16 @@ sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<CountingFile*>(f)-
 const sqlite3_io_methods* RealMethods(sqlite3_file* f) { return Real(f)->pMethods; }
 
 int CountingSync(sqlite3_file* f, int flags) {
-  if (reinterpret_cast<CountingFile*>(f)->is_wal) ++wal_syncs;
-  return RealMethods(f)->xSync(Real(f), flags);
+  bool wal = reinterpret_cast<CountingFile*>(f)->is_wal;
+  int covered = wal_writes.load();  // writes completed before the sync began
+  if (wal) ++wal_syncs;
+  int rc = RealMethods(f)->xSync(Real(f), flags);
+  if (wal && rc == SQLITE_OK) {
+    int seen = wal_writes_synced.load();
+    while (seen < covered && !wal_writes_synced.compare_exchange_weak(seen, covered)) {
+    }
+  }
+  return rc;
 }
 
 const sqlite3_io_methods kCountingMethods = {
@@ -200,7 +212,9 @@ const sqlite3_io_methods kCountingMethods = {
       return RealMethods(f)->xRead(Real(f), buf, n, off);
     },
     [](sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
-      return RealMethods(f)->xWrite(Real(f), buf, n, off);
+      int rc = RealMethods(f)->xWrite(Real(f), buf, n, off);
+      if (rc == SQLITE_OK && reinterpret_cast<CountingFile*>(f)->is_wal) ++wal_writes;
+      return rc;
     },
     [](sqlite3_file* f, sqlite3_int64 size) { return RealMethods(f)->xTruncate(Real(f), size); },
     CountingSync,
@@ -308,6 +322,20 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
                           nullptr, nullptr)
                   .ok());
       CHECK(wal_syncs > before);
+      // Acknowledged only once a sync that began after every WAL write so
+      // far (this commit's included) has completed.
+      CHECK(wal_writes_synced == wal_writes);
+    }
+    // The same through ApplyAsync: the callback is the acknowledgement.
+    for (int i = 0; i < 20; ++i) {
+      CAPTURE(i);
+      std::promise<std::pair<bool, bool>> acked;
+      (*store)->ApplyAsync("acct", "t", {Insert("a", std::to_string(i))}, [&](ApplyOutcome out) {
+        acked.set_value({out.status.ok(), wal_writes_synced == wal_writes});
+      });
+      auto [ok, synced] = acked.get_future().get();
+      CHECK(ok);
+      CHECK(synced);
     }
     before = wal_syncs;
     REQUIRE((*store)->DeleteTable("acct", "t").ok());
