@@ -7,10 +7,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <mutex>
 #include <string>
-#include <utility>
 
 namespace cerulean::storage {
 class Store;

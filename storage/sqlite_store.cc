@@ -988,11 +988,15 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
     // (SQLite gave up the transaction, or failed mid-write) loses the group.
     bool abandoned = sqlite3_get_autocommit(w->db) != 0;
     if (!wrote && !abandoned) continue;
+    // The failing Apply reports SQLite's error; the others lose their
+    // writes with it (refusals stay as they were: they wrote nothing).
     Status lost = p->status;
     w->RollbackIfActive();
     for (PendingApply* q : group) {
-      q->status = lost;
-      q->failed = 0;
+      if (q != p && q->status.ok()) {
+        q->status = lost;
+        q->failed = 0;
+      }
     }
     return;
   }
