@@ -1234,6 +1234,7 @@ void SqliteStore::ReaperLoop() {
     reap_cv_.wait(lock, [this] { return stopping_ || reap_pending_; });
     if (stopping_) return;
     reap_pending_ = false;
+    if (reap_cv_.wait_for(lock, options_.reap_delay, [this] { return stopping_; })) return;
     bool more = true;
     Status s;
     while (more && s.ok()) {
