@@ -7,6 +7,7 @@
 #   bash scripts/profile.sh point  [seconds] [connections]   # point reads of 10k entities
 #   bash scripts/profile.sh insert [seconds] [connections]
 #   bash scripts/profile.sh upsert|batch ...
+#   bash scripts/profile.sh range  ...   # starts-with $top=100 over 100k entities of one partition
 #
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
 # inclusive) or perf (cycles, kernel included); BUILD_DIR (default build);
@@ -68,13 +69,21 @@ sas=$(cd "$bench" && node -e '
         await t.submitTransaction(ops);
       }
     }
+    if (process.argv[1] === "range") {
+      // The bench range table: 100k entities of its ~500-byte shape in one partition.
+      const { TableRest, bulkLoad, keyedKeys } = require("./lib/rest.js");
+      const rest = new TableRest({ endpoint: url, account: "devstoreaccount1", sas });
+      const r = await bulkLoad(rest, "prof", { total: 100000, keysAt: (i) => keyedKeys(i, 100000), seed: 7 });
+      rest.close();
+      if (r.loaded !== 100000) throw new Error("range load: " + JSON.stringify(r).slice(0, 400));
+    }
     process.stdout.write(sas);
   })().catch(e => { console.error(e); process.exit(1); });
 ' "$mode")
 
 [[ $profiler == callgrind ]] && callgrind_control -i on "$server" >/dev/null
 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
-  mode="$mode" base=/devstoreaccount1 table=prof sas="$sas" n=10000 per=100 \
+  mode="$mode" base=/devstoreaccount1 table=prof sas="$sas" n=10000 per=100 nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 kill -TERM "$server"

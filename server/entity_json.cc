@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -125,21 +126,7 @@ std::optional<ErrorReply> ParseFlatObjectWithNumbersAsDoubles(std::string_view b
 // The date of an ETag as it appears in one: the DateTime with ':' written
 // %3A ("2024-01-02T03%3A04%3A05.1234567Z").
 void AppendETagDate(std::string* out, int64_t ticks) {
-  size_t start = out->size();
-  storage::AppendDateTime(out, ticks);
-  // Two colons, each widened by two characters; shift the tail once.
-  size_t n = out->size() - start;
-  out->resize(out->size() + 4);
-  char* p = out->data() + start;
-  for (size_t i = n, j = n + 4; i-- > 0;) {
-    if (p[i] == ':') {
-      p[--j] = 'A';
-      p[--j] = '3';
-      p[--j] = '%';
-    } else {
-      p[--j] = p[i];
-    }
-  }
+  storage::AppendDateTime(out, ticks, "%3A");
 }
 
 // Bodies up to this size are parsed by a parser kept per thread (its
@@ -630,15 +617,58 @@ void AppendKey(std::string* out, bool* first, std::string_view name) {
   out->push_back(':');
 }
 
+// AppendKey for a name JSON writes as it is: a property name (validated:
+// letters, digits, '_' and non-ASCII UTF-8, ValidatePropertyName) or a
+// literal.
+void AppendPlainKey(std::string* out, bool* first, std::string_view name) {
+  // Assembled on the stack and appended once (names are at most 255 bytes).
+  char buf[264];
+  if (name.size() > 255) {
+    if (!*first) out->push_back(',');
+    *first = false;
+    out->push_back('"');
+    out->append(name);
+    out->append("\":");
+    return;
+  }
+  char* p = buf;
+  if (!*first) *p++ = ',';
+  *first = false;
+  *p++ = '"';
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = '"';
+  *p++ = ':';
+  out->append(buf, static_cast<size_t>(p - buf));
+}
+
+// ,"name@odata.type":"type" (a property name: written as it is).
 void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name,
                           std::string_view type) {
-  if (!*first) out->push_back(',');
+  static constexpr std::string_view kMiddle = "@odata.type\":\"";
+  char buf[320];
+  if (name.size() > 255 || type.size() > 32) {
+    if (!*first) out->push_back(',');
+    *first = false;
+    out->push_back('"');
+    out->append(name);
+    out->append(kMiddle);
+    out->append(type);
+    out->push_back('"');
+    return;
+  }
+  char* p = buf;
+  if (!*first) *p++ = ',';
   *first = false;
-  out->push_back('"');
-  out->append(name);  // property names need no escaping (identifiers)
-  out->append("@odata.type\":\"");
-  out->append(type);
-  out->push_back('"');
+  *p++ = '"';
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  std::memcpy(p, kMiddle.data(), kMiddle.size());
+  p += kMiddle.size();
+  std::memcpy(p, type.data(), type.size());
+  p += type.size();
+  *p++ = '"';
+  out->append(buf, static_cast<size_t>(p - buf));
 }
 
 void AppendValue(std::string* out, bool* first, std::string_view name, const Value& v,
@@ -646,20 +676,20 @@ void AppendValue(std::string* out, bool* first, std::string_view name, const Val
   bool annotate = level != Metadata::kNone;
   switch (v.type()) {
     case EdmType::kString:
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       AppendJsonString(out, v.string());
       break;
     case EdmType::kBoolean:
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       out->append(v.boolean() ? "true" : "false");
       break;
     case EdmType::kInt32:
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       AppendInteger(out, v.int32());
       break;
     case EdmType::kInt64:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Int64");
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       out->push_back('"');
       AppendInteger(out, v.int64());
       out->push_back('"');
@@ -667,34 +697,34 @@ void AppendValue(std::string* out, bool* first, std::string_view name, const Val
     case EdmType::kDouble: {
       double d = v.dbl();
       if (std::isfinite(d)) {
-        AppendKey(out, first, name);
+        AppendPlainKey(out, first, name);
         storage::AppendDouble(out, d);
       } else {
         if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Double");
-        AppendKey(out, first, name);
+        AppendPlainKey(out, first, name);
         out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
       }
       break;
     }
     case EdmType::kDateTime:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.DateTime");
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       out->push_back('"');
       storage::AppendDateTime(out, v.ticks());
       out->push_back('"');
       break;
     case EdmType::kGuid:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Guid");
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       out->push_back('"');
       storage::AppendGuid(out, v.guid());
       out->push_back('"');
       break;
     case EdmType::kBinary:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Binary");
-      AppendKey(out, first, name);
+      AppendPlainKey(out, first, name);
       out->push_back('"');
-      out->append(Base64Encode(v.binary()));
+      AppendBase64(out, v.binary());
       out->push_back('"');
       break;
   }
@@ -715,40 +745,40 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
   bool first = true;
   out->push_back('{');
   if (element && ctx.level != Metadata::kNone) {
-    AppendKey(out, &first, "odata.metadata");
+    AppendPlainKey(out, &first, "odata.metadata");
     AppendJsonString(out,
                      std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
   }
   std::string path;
   if (ctx.level == Metadata::kFull) {
     path = EntityPath(ctx.table, e.partition_key, e.row_key);
-    AppendKey(out, &first, "odata.type");
+    AppendPlainKey(out, &first, "odata.type");
     AppendJsonString(out, std::string(ctx.account) + "." + std::string(ctx.table));
-    AppendKey(out, &first, "odata.id");
+    AppendPlainKey(out, &first, "odata.id");
     AppendJsonString(out, std::string(ctx.base) + "/" + path);
   }
   if (ctx.level != Metadata::kNone) {
-    AppendKey(out, &first, "odata.etag");
+    AppendPlainKey(out, &first, "odata.etag");
     out->append("\"W/\\\"datetime'");  // the ETag's quotes escaped for JSON
     AppendETagDate(out, e.timestamp);
     out->append("'\\\"\"");
   }
   if (ctx.level == Metadata::kFull) {
-    AppendKey(out, &first, "odata.editLink");
+    AppendPlainKey(out, &first, "odata.editLink");
     AppendJsonString(out, path);
   }
   if (Selected(select, "PartitionKey")) {
-    AppendKey(out, &first, "PartitionKey");
+    AppendPlainKey(out, &first, "PartitionKey");
     AppendJsonString(out, e.partition_key);
   }
   if (Selected(select, "RowKey")) {
-    AppendKey(out, &first, "RowKey");
+    AppendPlainKey(out, &first, "RowKey");
     AppendJsonString(out, e.row_key);
   }
   if (Selected(select, "Timestamp")) {
     if (ctx.level == Metadata::kFull)
       AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
-    AppendKey(out, &first, "Timestamp");
+    AppendPlainKey(out, &first, "Timestamp");
     out->push_back('"');
     storage::AppendDateTime(out, e.timestamp);
     out->push_back('"');

@@ -55,10 +55,41 @@ size_t AppendPlainRun(std::string* out, std::string_view s, size_t i, Special sp
 
 }  // namespace
 
+namespace {
+
+// Length of the prefix of s that JSON writes as it is: printable ASCII other
+// than '"' and '\\'. Eight bytes at a time (most strings in responses are
+// plain: keys, names, words).
+size_t JsonPlainPrefix(std::string_view s) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  auto has_zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    // (w - 0x20..) & ~w & high flags a byte below 0x20 (for bytes without
+    // the high bit; those are flagged by w & high anyway).
+    uint64_t special = ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh) |
+                       has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'));
+    if (special != 0) break;
+  }
+  for (; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+  }
+  return i;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
+  size_t plain = JsonPlainPrefix(s);
+  out->reserve(out->size() + s.size() + 2);
   out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
+  out->append(s.data(), plain);
+  for (size_t i = plain; i < s.size();) {
     if (size_t end =
             AppendPlainRun(out, s, i, [](unsigned char c) { return c == '"' || c == '\\'; });
         end > i) {
@@ -183,6 +214,15 @@ void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
     }
     ++i;
   }
+}
+
+void AppendBase64(std::string* out, std::string_view bytes) {
+  size_t start = out->size();
+  out->resize(start + 4 * ((bytes.size() + 2) / 3));
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out->data() + start),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out->resize(start + static_cast<size_t>(n));
 }
 
 std::string Base64Encode(std::string_view bytes) {

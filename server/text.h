@@ -23,6 +23,8 @@ void AppendJsonString(std::string* out, std::string_view s);
 void AppendXmlText(std::string* out, std::string_view s, bool attribute = false);
 
 std::string Base64Encode(std::string_view bytes);
+// Appends Base64Encode(bytes) to *out.
+void AppendBase64(std::string* out, std::string_view bytes);
 // Strict RFC 4648 base64; missing padding accepted; nullopt on any character
 // outside the alphabet.
 std::optional<std::string> Base64Decode(std::string_view text);

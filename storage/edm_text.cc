@@ -1,5 +1,6 @@
 #include "storage/edm_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -121,32 +122,35 @@ Civil ToCivil(int64_t ticks) {
 
 namespace {
 
-// Appends `value` as exactly `width` decimal digits (zero-padded).
-void AppendDigits(std::string* out, int64_t value, int width) {
-  char buf[20];
+// Writes `value` as exactly `width` decimal digits (zero-padded) at p.
+char* PutDigits(char* p, int64_t value, int width) {
   for (int i = width - 1; i >= 0; --i) {
-    buf[i] = static_cast<char>('0' + value % 10);
+    p[i] = static_cast<char>('0' + value % 10);
     value /= 10;
   }
-  out->append(buf, static_cast<size_t>(width));
+  return p + width;
 }
 
 }  // namespace
 
-void AppendDateTime(std::string* out, int64_t ticks) {
+void AppendDateTime(std::string* out, int64_t ticks, std::string_view time_separator) {
   if (ticks < 0) ticks = 0;
+  if (time_separator.size() > 4) time_separator = time_separator.substr(0, 4);
   Civil c = ToCivil(ticks);
-  AppendDigits(out, c.y, 4);
-  out->push_back('-');
-  AppendDigits(out, c.m, 2);
-  out->push_back('-');
-  AppendDigits(out, c.d, 2);
-  out->push_back('T');
-  AppendDigits(out, c.hh, 2);
-  out->push_back(':');
-  AppendDigits(out, c.mm, 2);
-  out->push_back(':');
-  AppendDigits(out, c.ss, 2);
+  // Formatted on the stack and appended once: response writers call this
+  // twice per entity (Timestamp, ETag) plus once per DateTime property.
+  char buf[48];
+  char* p = PutDigits(buf, c.y, 4);
+  *p++ = '-';
+  p = PutDigits(p, c.m, 2);
+  *p++ = '-';
+  p = PutDigits(p, c.d, 2);
+  *p++ = 'T';
+  p = PutDigits(p, c.hh, 2);
+  p = std::copy(time_separator.begin(), time_separator.end(), p);
+  p = PutDigits(p, c.mm, 2);
+  p = std::copy(time_separator.begin(), time_separator.end(), p);
+  p = PutDigits(p, c.ss, 2);
   if (c.frac != 0) {
     // Seven digits of 100 ns, trailing zeros dropped.
     int64_t frac = c.frac;
@@ -155,11 +159,14 @@ void AppendDateTime(std::string* out, int64_t ticks) {
       frac /= 10;
       --width;
     }
-    out->push_back('.');
-    AppendDigits(out, frac, width);
+    *p++ = '.';
+    p = PutDigits(p, frac, width);
   }
-  out->push_back('Z');
+  *p++ = 'Z';
+  out->append(buf, static_cast<size_t>(p - buf));
 }
+
+void AppendDateTime(std::string* out, int64_t ticks) { AppendDateTime(out, ticks, ":"); }
 
 std::string FormatDateTime(int64_t ticks) {
   std::string out;

@@ -27,6 +27,9 @@ std::optional<int64_t> ParseDateTime(std::string_view text);
 std::string FormatDateTime(int64_t ticks);
 // Appends FormatDateTime(ticks) to *out (no temporary: response writers).
 void AppendDateTime(std::string* out, int64_t ticks);
+// The same with `time_separator` (at most 4 bytes) between hours, minutes
+// and seconds instead of ':' (an ETag writes "%3A").
+void AppendDateTime(std::string* out, int64_t ticks, std::string_view time_separator);
 
 // "MM/dd/yyyy HH:mm:ss" (the .NET invariant form used in range errors).
 std::string FormatDateTimeInvariant(int64_t ticks);

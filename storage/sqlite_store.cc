@@ -821,13 +821,19 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
         return Status::Ok();
       }
       ++examined;
-      Entity entity;
+      // Decoded in place at the end of the page; dropped again if the
+      // predicate refuses it.
+      if (result->entities.size() == result->entities.capacity()) {
+        result->entities.reserve(std::max<size_t>(16, result->entities.size() * 2));
+      }
+      Entity& entity = result->entities.emplace_back();
       s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2), stmt.ColumnBlob(3),
                     &entity);
-      if (!s.ok()) return s;
-      if (!request.predicate || request.predicate(entity)) {
-        result->entities.push_back(std::move(entity));
+      if (!s.ok()) {
+        result->entities.pop_back();
+        return s;
       }
+      if (request.predicate && !request.predicate(entity)) result->entities.pop_back();
     }
     if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
   }

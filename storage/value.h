@@ -71,6 +71,17 @@ class Value {
 
   EdmType type() const { return static_cast<EdmType>(v_.index() + 1); }
 
+  // Makes this a String / Binary holding a copy of `s`, reusing the string
+  // already held when there is one (decoders fill values in place).
+  void AssignString(std::string_view s) {
+    if (auto* p = std::get_if<0>(&v_)) {
+      p->assign(s);
+    } else {
+      v_.emplace<0>(s);
+    }
+  }
+  void AssignBinary(std::string_view s) { v_.emplace<7>(Binary{std::string(s)}); }
+
   // REQUIRES: type() matches the accessor.
   const std::string& string() const { return std::get<0>(v_); }
   bool boolean() const { return std::get<1>(v_); }
