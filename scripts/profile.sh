@@ -8,9 +8,11 @@
 #   bash scripts/profile.sh insert [seconds] [connections]
 #   bash scripts/profile.sh upsert|batch ...
 #   bash scripts/profile.sh range  ...   # starts-with $top=100 over 100k entities of one partition
+#   bash scripts/profile.sh page   ...   # the first 1,000-entity page of that table (a scan page)
 #
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
-# inclusive) or perf (cycles, kernel included); BUILD_DIR (default build);
+# inclusive), perf (cycles, kernel included) or none (wrk's figures only, the
+# server pinned to CPU 1 as the bench pins it); BUILD_DIR (default build);
 # BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
 
@@ -38,7 +40,10 @@ case $profiler in
   perf)
     perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
-  *) echo "PROFILER must be callgrind or perf" >&2; exit 2 ;;
+  none)
+    taskset -c 1 "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    ;;
+  *) echo "PROFILER must be callgrind, perf or none" >&2; exit 2 ;;
 esac
 server=$!
 
@@ -69,7 +74,7 @@ sas=$(cd "$bench" && node -e '
         await t.submitTransaction(ops);
       }
     }
-    if (process.argv[1] === "range") {
+    if (process.argv[1] === "range" || process.argv[1] === "page") {
       // The bench range table: 100k entities of its ~500-byte shape in one partition.
       const { TableRest, bulkLoad, keyedKeys } = require("./lib/rest.js");
       const rest = new TableRest({ endpoint: url, account: "devstoreaccount1", sas });
@@ -82,8 +87,13 @@ sas=$(cd "$bench" && node -e '
 ' "$mode")
 
 [[ $profiler == callgrind ]] && callgrind_control -i on "$server" >/dev/null
-wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
-  mode="$mode" base=/devstoreaccount1 table=prof sas="$sas" n=10000 per=100 nparts=1 \
+base=/devstoreaccount1 wrk_mode=$mode
+if [[ $mode == page ]]; then
+  # The Lua script's "static" mode GETs base + "/": a query without a filter.
+  base="/devstoreaccount1/prof()?$sas&page=" wrk_mode=static
+fi
+taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
+  mode="$wrk_mode" base="$base" table=prof sas="$sas" n=10000 per=100 nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 kill -TERM "$server"

@@ -1,6 +1,7 @@
 #include "server/session.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -29,13 +30,18 @@ constexpr std::uint64_t kMaxDrainBytes = 64 * 1024 * 1024;
 std::atomic<bool> g_closing{false};
 std::atomic<int> g_in_flight{0};
 
+// Bodies up to this size are copied behind the head (one buffer); larger
+// ones are written from the response itself (a gathered write), not copied.
+constexpr size_t kCopiedBodyBytes = 16 * 1024;
+
 // Writes `res` (already prepared: Content-Length set) as HTTP/1.1 bytes
-// into `out`, so that it goes out in one buffer and one write. Profiled:
-// Beast's generic serializer cost more instructions per response than the
-// whole point read behind it.
+// into `out`, the body too if it is small, so that the response goes out
+// in one write. Profiled: Beast's generic serializer cost more instructions
+// per response than the whole point read behind it.
 void SerializeResponse(const HttpResponse& res, std::string* out) {
+  bool copy_body = res.body().size() <= kCopiedBodyBytes;
   out->clear();
-  out->reserve(512 + res.body().size());
+  out->reserve(512 + (copy_body ? res.body().size() : 0));
   out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
   unsigned code = res.result_int();
   char digits[3] = {static_cast<char>('0' + code / 100 % 10),
@@ -55,7 +61,7 @@ void SerializeResponse(const HttpResponse& res, std::string* out) {
     out->append("\r\n");
   }
   out->append("\r\n");
-  out->append(res.body());
+  if (copy_body) out->append(res.body());
 }
 
 // True iff answering `req` cannot wait long: reads of one entity and the
@@ -201,8 +207,10 @@ template <class Derived>
 void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
   response_ = std::move(res);
   SerializeResponse(response_, &wire_);
+  std::array<net::const_buffer, 2> buffers{net::buffer(wire_), net::const_buffer()};
+  if (response_.body().size() > kCopiedBodyBytes) buffers[1] = net::buffer(response_.body());
   net::async_write(
-      derived().stream(), net::buffer(wire_),
+      derived().stream(), buffers,
       beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
 }
 

@@ -81,7 +81,14 @@ std::string EntityFeedJson(const Request& req, const std::vector<storage::Entity
   body += "\"value\":[";
   for (size_t i = 0; i < entities.size(); ++i) {
     if (i) body += ',';
+    size_t before = body.size();
     AppendEntityJson(&body, entities[i], jc, false, select);
+    if (i == 0 && entities.size() > 1) {
+      // Sized from the first entity (+1/8), so that a page is rarely copied
+      // while it grows.
+      size_t first = body.size() - before + 1;
+      body.reserve(body.size() + (entities.size() - 1) * (first + first / 8) + 16);
+    }
   }
   body += "]}";
   return body;
