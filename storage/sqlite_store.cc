@@ -174,7 +174,13 @@ struct SqliteStore::Connection {
     conn->store = store;
     const SqliteStoreOptions& options = store->options_;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    const char* vfs = options.in_memory || options.vfs.empty() ? nullptr : options.vfs.c_str();
+    // unix-excl: the database is this process's alone; its connections
+    // share the WAL index in the heap and take no file locks per read
+    // transaction (SqliteStoreOptions::exclusive_process).
+    const char* vfs = options.in_memory         ? nullptr
+                      : !options.vfs.empty()    ? options.vfs.c_str()
+                      : options.exclusive_process ? "unix-excl"
+                                                : nullptr;
     int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, vfs);
     if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
     sqlite3_extended_result_codes(conn->db, 1);
@@ -404,11 +410,18 @@ Status SqliteStore::Init() {
     s = w->Exec("PRAGMA temp_store=MEMORY");
     if (!s.ok()) return s;
   } else {
-    // WAL: readers run beside the writer, each on a snapshot.
+    // WAL: readers run beside the writer, each on a snapshot. The first
+    // statement reads the file: with exclusive_process, it fails at once
+    // (no busy wait) when another process holds the database.
+    sqlite3_busy_timeout(w->db, 0);
     Stmt stmt;
     s = w->Prepare("PRAGMA journal_mode=WAL", &stmt);
+    int rc = s.ok() ? stmt.Step() : SQLITE_OK;
+    sqlite3_busy_timeout(w->db, static_cast<int>(options_.busy_timeout.count()));
+    if (s.code() == StatusCode::kBusy || (rc & 0xff) == SQLITE_BUSY) {
+      return Status::Busy(path + " is in use by another process (is a server running on it?)");
+    }
     if (!s.ok()) return s;
-    int rc = stmt.Step();
     if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "journal_mode");
     if (stmt.ColumnText(0) != "wal") return Status::IOError("cannot enable WAL on " + path);
     // NORMAL: a commit appends to the WAL without syncing it. With

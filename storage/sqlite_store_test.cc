@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1262,6 +1264,69 @@ TEST_CASE("store(file): WAL journal and a key-clustered entity table") {
   std::string entities = query("SELECT sql FROM sqlite_master WHERE name = 'entities'");
   CHECK(entities.find("PRIMARY KEY(table_id, pk, rk)) WITHOUT ROWID") != std::string::npos);
   sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace cerulean::storage
+
+namespace cerulean::storage {
+namespace {
+
+// Forks before any store of this test exists (the child must not inherit
+// threads holding locks); the child opens `path` when told through a pipe
+// and exits with 0 if Open failed with kBusy, 1 if it succeeded, 2 otherwise.
+pid_t ForkOpener(const std::string& path, int* go_fd) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[1]);
+    char c;
+    if (read(fds[0], &c, 1) != 1) _exit(3);
+    SqliteStoreOptions options = TestOptions();
+    options.path = path;
+    auto store = SqliteStore::Open(options);
+    _exit(store.ok() ? 1 : store.status().code() == StatusCode::kBusy ? 0 : 2);
+  }
+  close(fds[0]);
+  *go_fd = fds[1];
+  return pid;
+}
+
+int WaitOpener(pid_t pid, int go_fd) {
+  REQUIRE(write(go_fd, "x", 1) == 1);
+  close(go_fd);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+TEST_CASE("a file store is the process's alone: another process's Open fails at once with kBusy") {
+  TempDir dir;
+  const std::string path = dir.path() + "/store.db";
+  int go = -1;
+  pid_t child = ForkOpener(path, &go);
+  {
+    SqliteStoreOptions options = TestOptions();
+    options.path = path;
+    auto store = SqliteStore::Open(options);
+    REQUIRE(store.ok());
+    REQUIRE(store.value()->CreateTable("acct", "Held").ok());
+    auto start = std::chrono::steady_clock::now();
+    CHECK(WaitOpener(child, go) == 0);
+    // No busy wait: the refusal does not sit out busy_timeout (5 s).
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  }
+  // Closed: another process opens it and finds the data.
+  child = ForkOpener(path, &go);
+  CHECK(WaitOpener(child, go) == 1);
+  SqliteStoreOptions options = TestOptions();
+  options.path = path;
+  auto store = SqliteStore::Open(options);
+  REQUIRE(store.ok());
+  CHECK(store.value()->GetTable("acct", "Held").ok());
 }
 
 }  // namespace
