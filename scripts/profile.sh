@@ -11,7 +11,8 @@
 #   bash scripts/profile.sh page   ...   # the first 1,000-entity page of that table (a scan page)
 #
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
-# inclusive), perf (cycles, kernel included) or none (wrk's figures only, the
+# inclusive), perf (cycles, kernel included), strace (system calls counted)
+# or none (wrk's figures only, the
 # server pinned to CPU 1 as the bench pins it); BUILD_DIR (default build);
 # BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
@@ -40,10 +41,13 @@ case $profiler in
   perf)
     perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
+  strace)
+    strace -c -f -o "$out_dir/strace.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    ;;
   none)
     taskset -c 1 "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
-  *) echo "PROFILER must be callgrind, perf or none" >&2; exit 2 ;;
+  *) echo "PROFILER must be callgrind, perf, strace or none" >&2; exit 2 ;;
 esac
 server=$!
 
@@ -96,7 +100,7 @@ taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http:
   mode="$wrk_mode" base="$base" table=prof sas="$sas" n=10000 per=100 nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
-kill -TERM "$server"
+if [[ $profiler == strace ]]; then pkill -TERM -P "$server"; else kill -TERM "$server"; fi
 wait "$server" || true
 
 case $profiler in
@@ -109,5 +113,9 @@ case $profiler in
     ;;
   perf)
     perf report -i "$out_dir/perf.$mode" --no-children --stdio 2>/dev/null | grep -v '^$' | head -60
+    ;;
+  strace)
+    echo "$requests requests (set-up included below)"
+    head -30 "$out_dir/strace.$mode"
     ;;
 esac
