@@ -399,7 +399,11 @@ std::string NewGuid() {
 
 // Appends `s` with CR and LF written as spaces.
 void AppendLineSafe(std::string* out, std::string_view s) {
-  for (char c : s) out->push_back(c == '\r' || c == '\n' ? ' ' : c);
+  size_t start = out->size();
+  out->append(s);  // one copy; header values rarely hold a line break
+  for (size_t i = start; i < out->size(); ++i) {
+    if ((*out)[i] == '\r' || (*out)[i] == '\n') (*out)[i] = ' ';
+  }
 }
 
 // Appends one application/http sub-response part (after its delimiter line)
