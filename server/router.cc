@@ -278,24 +278,39 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
 std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   HttpRequest& http = req.http;
   std::string_view target = http.target();
-  auto parsed = boost::urls::parse_origin_form(target);
-  if (!parsed) {
-    auto absolute = boost::urls::parse_absolute_uri(target);
-    if (!absolute) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
-    parsed = boost::urls::parse_origin_form(
-        std::string_view(absolute->encoded_resource().data(), absolute->encoded_resource().size()));
-    if (!parsed) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
-  }
-  boost::urls::url_view url = *parsed;
-  for (auto param : url.encoded_params()) {
-    auto key = PercentDecode(param.key, true);
-    auto value = PercentDecode(param.value, true);
-    if (!key || !value)
-      return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+  auto add_param = [&req](std::string_view encoded_key, std::string_view encoded_value) {
+    auto key = PercentDecode(encoded_key, true);
+    auto value = PercentDecode(encoded_value, true);
+    if (!key || !value) return false;
     req.query.Add(std::move(*key), std::move(*value));
+    return true;
+  };
+  std::string_view encoded_path;
+  // Most targets are plain "/path?k=v&..." and are split directly; Boost.URL
+  // parses the rest (validating them cost ~8 % of a point read, callgrind).
+  thread_local std::vector<std::pair<std::string_view, std::string_view>> plain_params;
+  if (SplitPlainOriginForm(target, &encoded_path, &plain_params)) {
+    for (const auto& [key, value] : plain_params) {
+      if (!add_param(key, value))
+        return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+    }
+  } else {
+    auto parsed = boost::urls::parse_origin_form(target);
+    if (!parsed) {
+      auto absolute = boost::urls::parse_absolute_uri(target);
+      if (!absolute) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+      parsed = boost::urls::parse_origin_form(std::string_view(
+          absolute->encoded_resource().data(), absolute->encoded_resource().size()));
+      if (!parsed) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+    }
+    boost::urls::url_view url = *parsed;
+    for (auto param : url.encoded_params()) {
+      if (!add_param(param.key, param.value))
+        return ErrorResponse(req, ErrorReply(AzureError::kInvalidQueryParameterValue));
+    }
+    encoded_path = std::string_view(url.encoded_path().data(), url.encoded_path().size());
   }
 
-  std::string_view encoded_path(url.encoded_path().data(), url.encoded_path().size());
   req.raw_path = std::string(encoded_path);
 
   if (encoded_path.starts_with("/_")) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace cerulean::server {
 
@@ -33,6 +35,18 @@ std::optional<std::string> Base64Decode(std::string_view text);
 std::string HmacSha256(std::string_view key, std::string_view message);
 // Constant-time equality.
 bool SecureEquals(std::string_view a, std::string_view b);
+
+// The common shape of a request target, split without a URL library:
+// "/path[?k=v&k2=v2...]" where every character is one RFC 3986 allows
+// unescaped in a path (the query: also '?'), every '%' starts a valid
+// escape, and the query, if present, has no empty parameter. Sets the
+// encoded path and the still-encoded (key, value) pairs (value empty when
+// there is no '=') and returns true; returns false for every other target
+// (the caller falls back to Boost.URL, which decides). Agrees with
+// Boost.URL's parse_origin_form on every target it accepts (differential
+// test in text_test.cc).
+bool SplitPlainOriginForm(std::string_view target, std::string_view* path,
+                          std::vector<std::pair<std::string_view, std::string_view>>* params);
 
 // Percent-decodes `s` ('+' stays '+' unless plus_as_space). nullopt on a
 // malformed escape.
