@@ -100,6 +100,12 @@ int InFlightRequests() { return g_in_flight.load(); }
 
 template <class Derived>
 void HttpSession<Derived>::DoRead() {
+  // Beast reads at most max(512, free capacity) bytes per call: a buffer
+  // that only grew to the last request's size took a second recvmsg for
+  // most inserts (strace -c: 2.0 per insert). 8 KiB holds a typical
+  // request whole.
+  constexpr size_t kReadBufferBytes = 8 * 1024;
+  if (buffer_.capacity() < kReadBufferBytes) buffer_.reserve(kReadBufferBytes);
   parser_.emplace();
   parser_->body_limit(kMaxBodyBytes);
   parser_->header_limit(64 * 1024);
