@@ -78,8 +78,12 @@ std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view u
   return ParseResourcePath(*decoded, path);
 }
 
-std::vector<std::pair<std::string, std::string>> CommonSubHeaders() {
-  return {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-cache"}};
+std::vector<std::pair<std::string_view, std::string>> CommonSubHeaders() {
+  std::vector<std::pair<std::string_view, std::string>> headers;
+  headers.reserve(8);  // the most any sub-response adds
+  headers.emplace_back("X-Content-Type-Options", "nosniff");
+  headers.emplace_back("Cache-Control", "no-cache");
+  return headers;
 }
 
 BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const BatchOp* op,
@@ -247,7 +251,7 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
             "Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
       }
       sub.headers.emplace_back("Location", location);
-      sub.headers.emplace_back("DataServiceId", location);
+      sub.headers.emplace_back("DataServiceId", std::move(location));
       sub.headers.emplace_back("ETag", ETagFor(ts));
       if (!no_content) {
         storage::Entity stored = e;
