@@ -315,7 +315,8 @@ class BatchParser {
   // Parses an application/http part (MIME headers, then an HTTP request).
   Status ParseHttpPart(std::string_view part, BatchPart* out) const {
     std::string_view rest = part;
-    Headers mime;
+    thread_local Headers mime;  // reused: only read while this part is parsed
+    mime.clear();
     Status s = ParseHeaderBlock(&rest, &mime);
     if (!s.ok()) return s;
     const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
@@ -334,6 +335,7 @@ class BatchParser {
     if (!NextLine(&rest, &line)) return Error("missing request line in batch part", rest);
     s = ParseRequestLine(line, out);
     if (!s.ok()) return s;
+    out->headers.reserve(8);
     s = ParseHeaderBlock(&rest, &out->headers);
     if (!s.ok()) return s;
     out->body = std::string(TrimSpaceAndBreaks(rest));
