@@ -63,13 +63,13 @@ storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::stri
 
 // One sub-response of a batch response.
 struct BatchSubResponse {
-  int status = 204;                                          // three digits: 201, 204, 409, ...
-  std::optional<std::string> content_id;                     // echoed first after the status line
+  int status = 204;                       // three digits: 201, 204, 409, ...
+  std::optional<std::string> content_id;  // echoed first after the status line
   // In order, written as given. Names are string literals (static storage):
   // a sub-response per entity, and most names are too long for std::string's
   // inline buffer.
   std::vector<std::pair<std::string_view, std::string>> headers;
-  std::string body;                                          // empty for none
+  std::string body;  // empty for none
 };
 
 // Serializes the 202 response body (batch.md §4, CRLF line endings) and sets

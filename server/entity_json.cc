@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -125,9 +125,7 @@ std::optional<ErrorReply> ParseFlatObjectWithNumbersAsDoubles(std::string_view b
 
 // The date of an ETag as it appears in one: the DateTime with ':' written
 // %3A ("2024-01-02T03%3A04%3A05.1234567Z").
-void AppendETagDate(std::string* out, int64_t ticks) {
-  storage::AppendDateTime(out, ticks, "%3A");
-}
+void AppendETagDate(std::string* out, int64_t ticks) { storage::AppendDateTime(out, ticks, "%3A"); }
 
 // Bodies up to this size are parsed by a parser kept per thread (its
 // buffers are reused); larger ones by a parser of their own, so that no

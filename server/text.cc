@@ -329,10 +329,10 @@ namespace {
 
 // RFC 3986 pchar without '%': unreserved, sub-delims, ':' and '@'; and '/'.
 constexpr bool IsPlainPathChar(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '.' || c == '_' || c == '~' || c == '!' || c == '$' || c == '&' ||
-         c == '\'' || c == '(' || c == ')' || c == '*' || c == '+' || c == ',' || c == ';' ||
-         c == '=' || c == ':' || c == '@' || c == '/';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~' || c == '!' || c == '$' || c == '&' || c == '\'' ||
+         c == '(' || c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' ||
+         c == ':' || c == '@' || c == '/';
 }
 
 bool IsHexDigit(char c) {

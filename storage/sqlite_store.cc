@@ -177,10 +177,10 @@ struct SqliteStore::Connection {
     // unix-excl: the database is this process's alone; its connections
     // share the WAL index in the heap and take no file locks per read
     // transaction (SqliteStoreOptions::exclusive_process).
-    const char* vfs = options.in_memory         ? nullptr
-                      : !options.vfs.empty()    ? options.vfs.c_str()
+    const char* vfs = options.in_memory           ? nullptr
+                      : !options.vfs.empty()      ? options.vfs.c_str()
                       : options.exclusive_process ? "unix-excl"
-                                                : nullptr;
+                                                  : nullptr;
     int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, vfs);
     if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
     sqlite3_extended_result_codes(conn->db, 1);
