@@ -11,7 +11,8 @@
 #   bash scripts/profile.sh page   ...   # the first 1,000-entity page of that table (a scan page)
 #
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
-# inclusive), perf (cycles, kernel included), strace (system calls counted)
+# inclusive), perf (cycles, kernel included), strace (system calls counted;
+# STRACE_ARGS replaces -c, e.g. "-T -e trace=fdatasync" for sync latencies)
 # or none (wrk's figures only, the
 # server pinned to CPU 1 as the bench pins it); BUILD_DIR (default build);
 # BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
@@ -42,7 +43,7 @@ case $profiler in
     perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   strace)
-    strace -c -f -o "$out_dir/strace.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    strace ${STRACE_ARGS:--c} -f -o "$out_dir/strace.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   none)
     taskset -c 1 "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
