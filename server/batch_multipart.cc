@@ -315,8 +315,8 @@ class BatchParser {
   // Parses an application/http part (MIME headers, then an HTTP request).
   Status ParseHttpPart(std::string_view part, BatchPart* out) const {
     std::string_view rest = part;
-    thread_local Headers mime;  // reused: only read while this part is parsed
-    mime.clear();
+    Headers mime;
+    mime.reserve(4);  // Content-Type, Content-Transfer-Encoding, Content-ID
     Status s = ParseHeaderBlock(&rest, &mime);
     if (!s.ok()) return s;
     const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
