@@ -13,6 +13,7 @@
 #include <string>
 
 #include "server/text.h"
+#include "storage/codec.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -669,31 +670,31 @@ void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name,
   out->append(buf, static_cast<size_t>(p - buf));
 }
 
-void AppendValue(std::string* out, bool* first, std::string_view name, const Value& v,
+void AppendValue(std::string* out, bool* first, std::string_view name, const storage::ValueView& v,
                  Metadata level) {
   bool annotate = level != Metadata::kNone;
-  switch (v.type()) {
+  switch (v.type) {
     case EdmType::kString:
       AppendPlainKey(out, first, name);
-      AppendJsonString(out, v.string());
+      AppendJsonString(out, v.bytes);
       break;
     case EdmType::kBoolean:
       AppendPlainKey(out, first, name);
-      out->append(v.boolean() ? "true" : "false");
+      out->append(v.boolean ? "true" : "false");
       break;
     case EdmType::kInt32:
       AppendPlainKey(out, first, name);
-      AppendInteger(out, v.int32());
+      AppendInteger(out, v.integer);
       break;
     case EdmType::kInt64:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Int64");
       AppendPlainKey(out, first, name);
       out->push_back('"');
-      AppendInteger(out, v.int64());
+      AppendInteger(out, v.integer);
       out->push_back('"');
       break;
     case EdmType::kDouble: {
-      double d = v.dbl();
+      double d = v.dbl;
       if (std::isfinite(d)) {
         AppendPlainKey(out, first, name);
         storage::AppendDouble(out, d);
@@ -708,21 +709,21 @@ void AppendValue(std::string* out, bool* first, std::string_view name, const Val
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.DateTime");
       AppendPlainKey(out, first, name);
       out->push_back('"');
-      storage::AppendDateTime(out, v.ticks());
+      storage::AppendDateTime(out, v.integer);
       out->push_back('"');
       break;
     case EdmType::kGuid:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Guid");
       AppendPlainKey(out, first, name);
       out->push_back('"');
-      storage::AppendGuid(out, v.guid());
+      storage::AppendGuid(out, v.guid);
       out->push_back('"');
       break;
     case EdmType::kBinary:
       if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Binary");
       AppendPlainKey(out, first, name);
       out->push_back('"');
-      AppendBase64(out, v.binary());
+      AppendBase64(out, v.bytes);
       out->push_back('"');
       break;
   }
@@ -736,59 +737,66 @@ bool Selected(const std::vector<std::string>* select, std::string_view name) {
   return false;
 }
 
+// The members before the custom properties: metadata, keys, Timestamp.
+void AppendEntityHead(std::string* out, bool* first_member, std::string_view partition_key,
+                      std::string_view row_key, int64_t timestamp, const JsonContext& ctx,
+                      bool element, const std::vector<std::string>* select) {
+  if (element && ctx.level != Metadata::kNone) {
+    AppendPlainKey(out, first_member, "odata.metadata");
+    AppendJsonString(out,
+                     std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
+  }
+  std::string path;
+  if (ctx.level == Metadata::kFull) {
+    path = EntityPath(ctx.table, partition_key, row_key);
+    AppendPlainKey(out, first_member, "odata.type");
+    AppendJsonString(out, std::string(ctx.account) + "." + std::string(ctx.table));
+    AppendPlainKey(out, first_member, "odata.id");
+    AppendJsonString(out, std::string(ctx.base) + "/" + path);
+  }
+  if (ctx.level != Metadata::kNone) {
+    AppendPlainKey(out, first_member, "odata.etag");
+    out->append("\"W/\\\"datetime'");  // the ETag's quotes escaped for JSON
+    AppendETagDate(out, timestamp);
+    out->append("'\\\"\"");
+  }
+  if (ctx.level == Metadata::kFull) {
+    AppendPlainKey(out, first_member, "odata.editLink");
+    AppendJsonString(out, path);
+  }
+  if (Selected(select, "PartitionKey")) {
+    AppendPlainKey(out, first_member, "PartitionKey");
+    AppendJsonString(out, partition_key);
+  }
+  if (Selected(select, "RowKey")) {
+    AppendPlainKey(out, first_member, "RowKey");
+    AppendJsonString(out, row_key);
+  }
+  if (Selected(select, "Timestamp")) {
+    if (ctx.level == Metadata::kFull)
+      AppendTypeAnnotation(out, first_member, "Timestamp", "Edm.DateTime");
+    AppendPlainKey(out, first_member, "Timestamp");
+    out->push_back('"');
+    storage::AppendDateTime(out, timestamp);
+    out->push_back('"');
+  }
+}
+
 }  // namespace
 
 void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx, bool element,
                       const std::vector<std::string>* select) {
   bool first = true;
   out->push_back('{');
-  if (element && ctx.level != Metadata::kNone) {
-    AppendPlainKey(out, &first, "odata.metadata");
-    AppendJsonString(out,
-                     std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
-  }
-  std::string path;
-  if (ctx.level == Metadata::kFull) {
-    path = EntityPath(ctx.table, e.partition_key, e.row_key);
-    AppendPlainKey(out, &first, "odata.type");
-    AppendJsonString(out, std::string(ctx.account) + "." + std::string(ctx.table));
-    AppendPlainKey(out, &first, "odata.id");
-    AppendJsonString(out, std::string(ctx.base) + "/" + path);
-  }
-  if (ctx.level != Metadata::kNone) {
-    AppendPlainKey(out, &first, "odata.etag");
-    out->append("\"W/\\\"datetime'");  // the ETag's quotes escaped for JSON
-    AppendETagDate(out, e.timestamp);
-    out->append("'\\\"\"");
-  }
-  if (ctx.level == Metadata::kFull) {
-    AppendPlainKey(out, &first, "odata.editLink");
-    AppendJsonString(out, path);
-  }
-  if (Selected(select, "PartitionKey")) {
-    AppendPlainKey(out, &first, "PartitionKey");
-    AppendJsonString(out, e.partition_key);
-  }
-  if (Selected(select, "RowKey")) {
-    AppendPlainKey(out, &first, "RowKey");
-    AppendJsonString(out, e.row_key);
-  }
-  if (Selected(select, "Timestamp")) {
-    if (ctx.level == Metadata::kFull)
-      AppendTypeAnnotation(out, &first, "Timestamp", "Edm.DateTime");
-    AppendPlainKey(out, &first, "Timestamp");
-    out->push_back('"');
-    storage::AppendDateTime(out, e.timestamp);
-    out->push_back('"');
-  }
+  AppendEntityHead(out, &first, e.partition_key, e.row_key, e.timestamp, ctx, element, select);
   if (select == nullptr) {
-    for (const auto& p : e.properties) AppendValue(out, &first, p.name, p.value, ctx.level);
+    for (const auto& p : e.properties) AppendValue(out, &first, p.name, p.value.view(), ctx.level);
   } else {
     for (const auto& name : *select) {
       if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp") continue;
       const Value* v = e.Find(name);
       if (v != nullptr) {
-        AppendValue(out, &first, name, *v, ctx.level);
+        AppendValue(out, &first, name, v->view(), ctx.level);
       } else {
         AppendKey(out, &first, name);
         out->append("null");
@@ -796,6 +804,21 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
     }
   }
   out->push_back('}');
+}
+
+storage::Status AppendEntityRowJson(std::string* out, const storage::EntityRow& row,
+                                    const JsonContext& ctx) {
+  bool first = true;
+  out->push_back('{');
+  AppendEntityHead(out, &first, row.partition_key, row.row_key, row.timestamp, ctx, false, nullptr);
+  storage::PropertyReader reader;
+  storage::Status s = reader.Open(row.properties);
+  if (!s.ok()) return s;
+  std::string_view name;
+  storage::ValueView value;
+  while (reader.Next(&name, &value)) AppendValue(out, &first, name, value, ctx.level);
+  out->push_back('}');
+  return reader.status();
 }
 
 void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx,

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "server/azure_error.h"
+#include "storage/status.h"
+#include "storage/store.h"
 #include "storage/value.h"
 
 namespace cerulean::server {
@@ -70,6 +72,12 @@ struct JsonContext {
 // selected properties written as null.
 void AppendEntityJson(std::string* out, const storage::Entity& entity, const JsonContext& ctx,
                       bool element, const std::vector<std::string>* select);
+
+// AppendEntityJson (no $select, not an element) straight from a stored row,
+// its properties read from their encoding as they are written. Corruption
+// if they do not decode.
+storage::Status AppendEntityRowJson(std::string* out, const storage::EntityRow& row,
+                                    const JsonContext& ctx);
 
 // Appends one table object ({"TableName":..} plus metadata members).
 void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element);

@@ -6,6 +6,7 @@
 
 #include "server/query_options.h"
 #include "server/router.h"
+#include "storage/codec.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -174,6 +175,37 @@ TEST_CASE("rendering at each metadata level") {
   CHECK(full.find(R"x("odata.editLink":"orders(PartitionKey='p',RowKey='r')")x") !=
         std::string::npos);
   CHECK(full.find(R"("Timestamp@odata.type":"Edm.DateTime","Timestamp")") != std::string::npos);
+}
+
+TEST_CASE("a stored row renders as its decoded entity does") {
+  Entity e = MustParse(
+      R"({"PartitionKey":"p'\u00e9","RowKey":"r\"1","I":-7,"D":2.0,"F":123.45,"B":true,)"
+      R"("L@odata.type":"Edm.Int64","L":"-5","N@odata.type":"Edm.Double","N":"-Infinity",)"
+      R"("T@odata.type":"Edm.DateTime","T":"2024-02-29T01:02:03.4Z",)"
+      R"("G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833",)"
+      R"("Y@odata.type":"Edm.Binary","Y":"AP8B","S":"x\ny\u0001"})");
+  e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
+  std::string blob;
+  storage::EncodeProperties(e.properties, &blob);
+  storage::EntityRow row;
+  row.partition_key = e.partition_key;
+  row.row_key = e.row_key;
+  row.timestamp = e.timestamp;
+  row.properties = blob;
+  for (Metadata level : {Metadata::kNone, Metadata::kMinimal, Metadata::kFull}) {
+    JsonContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "orders", level};
+    std::string from_row;
+    REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
+    CHECK(from_row == Render(e, level));
+  }
+  // A row whose properties do not decode is an error, not a body.
+  row.properties = std::string_view(
+      "\x01\x01\x01"
+      "a\x09",
+      5);
+  std::string out;
+  JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
+  CHECK(AppendEntityRowJson(&out, row, ctx).code() == storage::StatusCode::kCorruption);
 }
 
 TEST_CASE("select renders missing properties as null") {

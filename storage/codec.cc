@@ -22,16 +22,24 @@ std::string EncodeKey(std::string_view key) {
   return out;
 }
 
-Result<std::string> DecodeKey(std::string_view encoded) {
-  std::string out(encoded);
-  for (size_t i = 0; i < out.size(); ++i) {
-    unsigned char b = static_cast<unsigned char>(out[i]);
+Status DecodeKeyInto(std::string_view encoded, std::string* out) {
+  out->assign(encoded);
+  for (size_t i = 0; i < out->size(); ++i) {
+    unsigned char b = static_cast<unsigned char>((*out)[i]);
+    if (b < 0xEE) continue;
     if (b == 0xEE || b == 0xEF) {
       return Status::Corruption("raw byte " + std::to_string(b) + " in encoded key at " +
                                 std::to_string(i));
     }
-    if (b == 0xFE || b == 0xFF) out[i] = static_cast<char>(b - 0x10);
+    if (b == 0xFE || b == 0xFF) (*out)[i] = static_cast<char>(b - 0x10);
   }
+  return Status::Ok();
+}
+
+Result<std::string> DecodeKey(std::string_view encoded) {
+  std::string out;
+  Status s = DecodeKeyInto(encoded, &out);
+  if (!s.ok()) return s;
   return out;
 }
 
@@ -87,14 +95,6 @@ void PutLengthPrefixed(std::string* out, std::string_view s) {
   out->append(s);
 }
 
-bool GetLengthPrefixed(std::string_view* in, std::string_view* s) {
-  uint64_t len = 0;
-  if (!GetVarint64(in, &len) || len > in->size()) return false;
-  *s = in->substr(0, static_cast<size_t>(len));
-  in->remove_prefix(static_cast<size_t>(len));
-  return true;
-}
-
 void EncodeValue(const Value& value, std::string* out) {
   out->push_back(static_cast<char>(value.type()));
   switch (value.type()) {
@@ -130,70 +130,79 @@ void EncodeValue(const Value& value, std::string* out) {
   }
 }
 
-// Decodes one value of the type byte at the front of `*in`.
-Status DecodeValue(std::string_view* in, Value* value) {
-  if (in->empty()) return Status::Corruption("truncated property type");
+// Reads a varint at the front of `*in`: one byte inline (names, lengths and
+// most counts fit in one), the general reader otherwise.
+inline bool GetVarintFast(std::string_view* in, uint64_t* v) {
+  if (!in->empty() && static_cast<unsigned char>(in->front()) < 0x80) {
+    *v = static_cast<unsigned char>(in->front());
+    in->remove_prefix(1);
+    return true;
+  }
+  return GetVarint64(in, v);
+}
+
+inline bool GetBytes(std::string_view* in, std::string_view* s) {
+  uint64_t len = 0;
+  if (!GetVarintFast(in, &len) || len > in->size()) return false;
+  *s = in->substr(0, static_cast<size_t>(len));
+  in->remove_prefix(static_cast<size_t>(len));
+  return true;
+}
+
+// Decodes one value of the type byte at the front of `*in` into `*value`
+// (views into `*in`). Returns null, or what is wrong (a Status is built only
+// on failure: this runs for every property a query returns).
+const char* DecodeValue(std::string_view* in, ValueView* value) {
+  if (in->empty()) return "truncated property type";
   uint8_t type = static_cast<unsigned char>(in->front());
   in->remove_prefix(1);
-  switch (static_cast<EdmType>(type)) {
-    case EdmType::kString: {
-      std::string_view s;
-      if (!GetLengthPrefixed(in, &s)) return Status::Corruption("bad string value");
-      value->AssignString(s);
-      return Status::Ok();
-    }
+  value->type = static_cast<EdmType>(type);
+  switch (value->type) {
+    case EdmType::kString:
+      return GetBytes(in, &value->bytes) ? nullptr : "bad string value";
     case EdmType::kBoolean: {
-      if (in->empty()) return Status::Corruption("truncated boolean value");
+      if (in->empty()) return "truncated boolean value";
       uint8_t b = static_cast<unsigned char>(in->front());
-      if (b > 1) return Status::Corruption("bad boolean value");
+      if (b > 1) return "bad boolean value";
       in->remove_prefix(1);
-      *value = Value::Boolean(b == 1);
-      return Status::Ok();
+      value->boolean = b == 1;
+      return nullptr;
     }
     case EdmType::kInt32: {
       uint64_t u = 0;
-      if (!GetVarint64(in, &u)) return Status::Corruption("bad int32 value");
+      if (!GetVarintFast(in, &u)) return "bad int32 value";
       int64_t n = UnZigZag(u);
-      if (n < INT32_MIN || n > INT32_MAX) return Status::Corruption("int32 value out of range");
-      *value = Value::Int32(static_cast<int32_t>(n));
-      return Status::Ok();
+      if (n < INT32_MIN || n > INT32_MAX) return "int32 value out of range";
+      value->integer = n;
+      return nullptr;
     }
     case EdmType::kInt64: {
       uint64_t u = 0;
-      if (!GetVarint64(in, &u)) return Status::Corruption("bad int64 value");
-      *value = Value::Int64(UnZigZag(u));
-      return Status::Ok();
+      if (!GetVarintFast(in, &u)) return "bad int64 value";
+      value->integer = UnZigZag(u);
+      return nullptr;
     }
     case EdmType::kDouble: {
       uint64_t bits = 0;
-      if (!GetFixed64(in, &bits)) return Status::Corruption("truncated double value");
-      double d = 0;
-      std::memcpy(&d, &bits, sizeof d);
-      *value = Value::Double(d);
-      return Status::Ok();
+      if (!GetFixed64(in, &bits)) return "truncated double value";
+      std::memcpy(&value->dbl, &bits, sizeof value->dbl);
+      return nullptr;
     }
     case EdmType::kDateTime: {
       uint64_t bits = 0;
-      if (!GetFixed64(in, &bits)) return Status::Corruption("truncated datetime value");
-      *value = Value::DateTimeTicks(static_cast<int64_t>(bits));
-      return Status::Ok();
+      if (!GetFixed64(in, &bits)) return "truncated datetime value";
+      value->integer = static_cast<int64_t>(bits);
+      return nullptr;
     }
-    case EdmType::kGuid: {
-      Guid g;
-      if (in->size() < g.bytes.size()) return Status::Corruption("truncated guid value");
-      std::memcpy(g.bytes.data(), in->data(), g.bytes.size());
-      in->remove_prefix(g.bytes.size());
-      *value = Value::FromGuid(g);
-      return Status::Ok();
-    }
-    case EdmType::kBinary: {
-      std::string_view s;
-      if (!GetLengthPrefixed(in, &s)) return Status::Corruption("bad binary value");
-      value->AssignBinary(s);
-      return Status::Ok();
-    }
+    case EdmType::kGuid:
+      if (in->size() < value->guid.bytes.size()) return "truncated guid value";
+      std::memcpy(value->guid.bytes.data(), in->data(), value->guid.bytes.size());
+      in->remove_prefix(value->guid.bytes.size());
+      return nullptr;
+    case EdmType::kBinary:
+      return GetBytes(in, &value->bytes) ? nullptr : "bad binary value";
   }
-  return Status::Corruption("unknown property type " + std::to_string(type));
+  return "unknown property type";
 }
 
 bool HasDuplicateNames(const std::vector<Property>& props) {
@@ -225,30 +234,63 @@ void EncodeProperties(const std::vector<Property>& properties, std::string* out)
   }
 }
 
+Status PropertyReader::Open(std::string_view in) {
+  in_ = in;
+  remaining_ = 0;
+  status_ = Status::Ok();
+  if (in_.empty()) return status_ = Status::Corruption("empty property blob");
+  uint8_t format = static_cast<unsigned char>(in_.front());
+  if (format != kPropertiesFormatV1) {
+    return status_ = Status::Corruption("unknown property format " + std::to_string(format));
+  }
+  in_.remove_prefix(1);
+  uint64_t count = 0;
+  if (!GetVarint64(&in_, &count)) return status_ = Status::Corruption("bad property count");
+  // Each property takes at least 3 bytes (name length, type, value), which
+  // bounds reservations made from the count on corrupt input.
+  if (count > in_.size() / 3) return status_ = Status::Corruption("property count exceeds blob");
+  remaining_ = static_cast<size_t>(count);
+  return status_;
+}
+
+bool PropertyReader::Next(std::string_view* name, ValueView* value) {
+  if (remaining_ == 0) {
+    if (!in_.empty() && status_.ok())
+      status_ = Status::Corruption("trailing bytes after properties");
+    return false;
+  }
+  const char* error = nullptr;
+  if (!GetBytes(&in_, name)) {
+    error = "bad property name";
+  } else {
+    error = DecodeValue(&in_, value);
+  }
+  if (error != nullptr) {
+    status_ = Status::Corruption(error);
+    remaining_ = 0;
+    in_ = {};
+    return false;
+  }
+  --remaining_;
+  return true;
+}
+
 Status DecodeProperties(std::string_view in, std::vector<Property>* out) {
   out->clear();
-  if (in.empty()) return Status::Corruption("empty property blob");
-  uint8_t format = static_cast<unsigned char>(in.front());
-  if (format != kPropertiesFormatV1) {
-    return Status::Corruption("unknown property format " + std::to_string(format));
-  }
-  in.remove_prefix(1);
-  uint64_t count = 0;
-  if (!GetVarint64(&in, &count)) return Status::Corruption("bad property count");
-  // Each property takes at least 3 bytes (name length, type, value), which
-  // bounds the reservation on corrupt counts.
-  if (count > in.size() / 3) return Status::Corruption("property count exceeds blob");
+  PropertyReader reader;
+  Status s = reader.Open(in);
+  if (!s.ok()) return s;
   // Decoded into place: a temporary Property per value (and its moves) was
   // a third of this function's instructions on range reads (callgrind).
-  out->resize(static_cast<size_t>(count));
+  out->resize(reader.count());
+  std::string_view name;
+  ValueView value;
   for (auto& p : *out) {
-    std::string_view name;
-    if (!GetLengthPrefixed(&in, &name)) return Status::Corruption("bad property name");
+    if (!reader.Next(&name, &value)) return reader.status();
     p.name.assign(name);
-    Status s = DecodeValue(&in, &p.value);
-    if (!s.ok()) return s;
+    p.value.Assign(value);
   }
-  if (!in.empty()) return Status::Corruption("trailing bytes after properties");
+  if (reader.Next(&name, &value) || !reader.status().ok()) return reader.status();
   if (HasDuplicateNames(*out)) return Status::Corruption("duplicate property name");
   return Status::Ok();
 }

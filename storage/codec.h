@@ -41,6 +41,8 @@ std::string EncodeKey(std::string_view key);
 // Inverse of EncodeKey. Corruption if `encoded` holds a raw 0xEE or 0xEF byte
 // (EncodeKey never produces one).
 Result<std::string> DecodeKey(std::string_view encoded);
+// The same into `*out` (reusing its buffer; unspecified on error).
+Status DecodeKeyInto(std::string_view encoded, std::string* out);
 
 // ---------------------------------------------------------------------------
 // Properties. An entity's custom properties (not PartitionKey, RowKey or
@@ -76,6 +78,33 @@ void EncodeProperties(const std::vector<Property>& properties, std::string* out)
 // out-of-range Int32 or Boolean, duplicate names, trailing bytes); never
 // reads out of bounds. On error `*out` is unspecified.
 Status DecodeProperties(std::string_view in, std::vector<Property>* out);
+
+// Reads an encoded property blob one property at a time, without copying
+// or allocating: for writers that turn stored entities straight into a
+// response. Checks what DecodeProperties checks except duplicate names
+// (never written: EncodeProperties requires unique names).
+//
+//   PropertyReader r;
+//   if (Status s = r.Open(blob); !s.ok()) ...;
+//   while (r.Next(&name, &value)) ...;
+//   if (!r.status().ok()) ...;  // malformed
+class PropertyReader {
+ public:
+  // Reads the header. Corruption if it is malformed.
+  Status Open(std::string_view in);
+  // Properties not yet read.
+  size_t count() const { return remaining_; }
+  // The next property, viewing the blob; false after the last one or on
+  // malformed input (then status() says why; trailing bytes after the
+  // last property are reported here too).
+  bool Next(std::string_view* name, ValueView* value);
+  const Status& status() const { return status_; }
+
+ private:
+  std::string_view in_;
+  size_t remaining_ = 0;
+  Status status_;
+};
 
 // Varint primitives used by the property encoding, exposed for tests.
 void PutVarint64(std::string* out, uint64_t v);

@@ -229,6 +229,69 @@ TEST_CASE("codec: random corruption never crashes") {
   }
 }
 
+// Reads `blob` with PropertyReader; ok iff every property and the end read
+// cleanly.
+Status ReadAll(std::string_view blob, std::vector<Property>* out) {
+  out->clear();
+  PropertyReader reader;
+  Status s = reader.Open(blob);
+  if (!s.ok()) return s;
+  std::string_view name;
+  ValueView value;
+  while (reader.Next(&name, &value)) {
+    Property& p = out->emplace_back();
+    p.name = std::string(name);
+    p.value.Assign(value);
+  }
+  return reader.status();
+}
+
+TEST_CASE("codec: PropertyReader reads what DecodeProperties decodes") {
+  std::string good;
+  EncodeProperties(AllTypes(), &good);
+  std::vector<Property> read, decoded;
+  REQUIRE(ReadAll(good, &read).ok());
+  CHECK(read == AllTypes());
+  // Every view converts back to the value it views.
+  for (const auto& p : AllTypes()) {
+    Value v;
+    v.Assign(p.value.view());
+    CHECK(v == p.value);
+  }
+  // On mutated and truncated blobs both accept or both refuse, and agree on
+  // the values; only duplicate names are left to DecodeProperties.
+  std::mt19937 rng(777);
+  int agreed_ok = 0, duplicates = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string blob = good;
+    int flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) blob[rng() % blob.size()] = static_cast<char>(rng() & 0xFF);
+    if (rng() % 4 == 0) blob.resize(rng() % blob.size());
+    Status r = ReadAll(blob, &read);
+    Status d = DecodeProperties(blob, &decoded);
+    CAPTURE(iter);
+    if (r.ok() && !d.ok() && d.message() == "duplicate property name") {
+      ++duplicates;
+      continue;
+    }
+    REQUIRE(r.ok() == d.ok());
+    if (r.ok()) {
+      CHECK(read == decoded);
+      ++agreed_ok;
+    } else {
+      CHECK(r.code() == StatusCode::kCorruption);
+    }
+  }
+  MESSAGE("both decoded " << agreed_ok << ", duplicates only DecodeProperties refused "
+                          << duplicates);
+  // Trailing bytes end the reading with Corruption.
+  CHECK(ReadAll(std::string("\x01\x01\x01"
+                            "a\x02\x01\x00",
+                            7),
+                &read)
+            .code() == StatusCode::kCorruption);
+}
+
 TEST_CASE("codec: key encoding round-trips and rejects raw EE/EF") {
   std::string key = "a" + Utf8(0xE000) + Utf8(0xFFFF) + Utf8(0x1F600) + "'/%";
   std::string enc = EncodeKey(key);

@@ -225,7 +225,46 @@ std::string FormatGuid(const Guid& g) {
   return out;
 }
 
+namespace {
+
+// The shortest round-trip form of d when it is 1 <= |d| < 1e9 with one to six
+// decimals (amounts, measurements), without the general algorithm: the first
+// k for which round(|d| * 10^k) / 10^k gives |d| back. Both divisions are
+// correctly rounded and |d| * 10^k < 2^50, so the integer found is the one
+// nearest to |d| * 10^k, and fewer decimals cannot round-trip: the digits
+// are those std::to_chars writes (fixed form always being the shorter
+// here). False, writing nothing, for any other value.
+bool AppendShortDecimal(std::string* out, double d) {
+  static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+  double a = std::fabs(d);
+  if (!(a >= 1.0 && a < 1e9)) return false;
+  for (int k = 1; k <= 6; ++k) {
+    uint64_t n = static_cast<uint64_t>(a * kPow10[k] + 0.5);
+    if (static_cast<double>(n) / kPow10[k] != a) continue;
+    if (n % 10 == 0) return false;  // an integer, or fewer decimals: not this path
+    char buf[32];
+    char* end = buf + sizeof buf;
+    char* p = end;
+    for (int i = 0; i < k; ++i) {
+      *--p = static_cast<char>('0' + n % 10);
+      n /= 10;
+    }
+    *--p = '.';
+    do {
+      *--p = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    if (d < 0) *--p = '-';
+    out->append(p, static_cast<size_t>(end - p));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void AppendDouble(std::string* out, double d) {
+  if (AppendShortDecimal(out, d)) return;
   char buf[64];
   char* end = std::to_chars(buf, buf + sizeof buf, d).ptr;
   std::string_view s(buf, static_cast<size_t>(end - buf));

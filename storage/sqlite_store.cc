@@ -295,12 +295,9 @@ Status LookupTable(Conn* c, const std::string& account, const std::string& table
 // Decodes a stored row into `*entity`.
 Status DecodeRow(std::string_view pk, std::string_view rk, int64_t ts, std::string_view props,
                  Entity* entity) {
-  auto pk_decoded = DecodeKey(pk);
-  if (!pk_decoded.ok()) return pk_decoded.status();
-  auto rk_decoded = DecodeKey(rk);
-  if (!rk_decoded.ok()) return rk_decoded.status();
-  entity->partition_key = std::move(pk_decoded).value();
-  entity->row_key = std::move(rk_decoded).value();
+  Status s = DecodeKeyInto(pk, &entity->partition_key);
+  if (s.ok()) s = DecodeKeyInto(rk, &entity->row_key);
+  if (!s.ok()) return s;
   entity->timestamp = ts;
   return DecodeProperties(props, &entity->properties);
 }
@@ -797,10 +794,10 @@ Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::str
   return entity;
 }
 
-Status SqliteStore::Scan(const std::string& account, const std::string& table,
-                         const ScanRequest& request, ScanResult* result) {
-  result->entities.clear();
-  result->next.reset();
+Status SqliteStore::ScanRows(const std::string& account, const std::string& table,
+                             const ScanRequest& request, const RowVisitor& visit,
+                             std::optional<EntityKey>* next) {
+  next->reset();
   ReadLease lease(this);
   Connection* c = lease.conn();
   // One read transaction: every range of the page sees one snapshot.
@@ -809,7 +806,11 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
   if (s.ok()) s = LookupTable(c, account, table, &id);
   if (!s.ok()) return s;
 
-  size_t examined = 0;
+  // Rows are visited from these, reused row after row (no allocation once
+  // they have grown to the page's largest keys and entity).
+  std::string pk, rk;
+  Entity decoded;
+  size_t examined = 0, visited = 0;
   for (const KeyRange& range : request.ranges) {
     std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
     std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
@@ -824,29 +825,37 @@ Status SqliteStore::Scan(const std::string& account, const std::string& table,
     if (range.upper) BindBound(&stmt, *range.upper, 4);
     int rc;
     while ((rc = stmt.Step()) == SQLITE_ROW) {
-      if (examined >= request.max_examined || result->entities.size() >= request.limit) {
+      if (examined >= request.max_examined || visited >= request.limit) {
         // Budget spent: this row is where the next page starts.
-        auto pk = DecodeKey(stmt.ColumnBlob(0));
-        if (!pk.ok()) return pk.status();
-        auto rk = DecodeKey(stmt.ColumnBlob(1));
-        if (!rk.ok()) return rk.status();
-        result->next = EntityKey{std::move(pk).value(), std::move(rk).value()};
+        EntityKey key;
+        s = DecodeKeyInto(stmt.ColumnBlob(0), &key.partition_key);
+        if (s.ok()) s = DecodeKeyInto(stmt.ColumnBlob(1), &key.row_key);
+        if (!s.ok()) return s;
+        *next = std::move(key);
         return Status::Ok();
       }
       ++examined;
-      // Decoded in place at the end of the page; dropped again if the
-      // predicate refuses it.
-      if (result->entities.size() == result->entities.capacity()) {
-        result->entities.reserve(std::max<size_t>(16, result->entities.size() * 2));
+      EntityRow row;
+      row.timestamp = stmt.ColumnInt64(2);
+      row.properties = stmt.ColumnBlob(3);
+      if (request.predicate) {
+        s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), row.timestamp, row.properties,
+                      &decoded);
+        if (!s.ok()) return s;
+        if (!request.predicate(decoded)) continue;
+        row.partition_key = decoded.partition_key;
+        row.row_key = decoded.row_key;
+        row.decoded = &decoded;
+      } else {
+        s = DecodeKeyInto(stmt.ColumnBlob(0), &pk);
+        if (s.ok()) s = DecodeKeyInto(stmt.ColumnBlob(1), &rk);
+        if (!s.ok()) return s;
+        row.partition_key = pk;
+        row.row_key = rk;
       }
-      Entity& entity = result->entities.emplace_back();
-      s = DecodeRow(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2), stmt.ColumnBlob(3),
-                    &entity);
-      if (!s.ok()) {
-        result->entities.pop_back();
-        return s;
-      }
-      if (request.predicate && !request.predicate(entity)) result->entities.pop_back();
+      ++visited;
+      s = visit(row);
+      if (!s.ok()) return s;
     }
     if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
   }

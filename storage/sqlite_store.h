@@ -109,10 +109,11 @@ class SqliteStore final : public Store {
 
   Result<Entity> GetEntity(const std::string& account, const std::string& table,
                            const std::string& partition_key, const std::string& row_key) override;
-  // The predicate runs while a connection is held: it must not call back
-  // into the store.
-  Status Scan(const std::string& account, const std::string& table, const ScanRequest& request,
-              ScanResult* result) override;
+  // The predicate and the visitor run while a connection is held: they must
+  // not call back into the store.
+  Status ScanRows(const std::string& account, const std::string& table, const ScanRequest& request,
+                  const RowVisitor& visit, std::optional<EntityKey>* next) override;
+  using Store::Scan;
   // Besides the Store statuses: kInvalidArgument ("InvalidKey") for a key
   // holding a 0xFE or 0xFF byte (never valid UTF-8). A failure of the final
   // commit reports index 0.

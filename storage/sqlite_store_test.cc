@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "storage/codec.h"
 #include "storage/test_util.h"
 
 namespace cerulean::storage {
@@ -575,6 +576,69 @@ TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
     req.limit = 50;
     CHECK(ScanAll(*store, "t", req).size() == 50);
   }
+}
+
+TEST_CASE_TEMPLATE("store: ScanRows visits rows undecoded, as Scan returns them", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  std::vector<WriteOp> ops;
+  for (int r = 0; r < 30; ++r) {
+    ops.push_back(Insert("p", "r" + std::to_string(100 + r),
+                         {{"n", Value::Int32(r)}, {"s", Value::String(std::string(r, 'x'))}}));
+  }
+  REQUIRE(store->Apply("acct", "t", ops, nullptr, nullptr).ok());
+
+  ScanRequest req;
+  req.limit = 20;
+  ScanResult scanned;
+  REQUIRE(store->Scan("acct", "t", req, &scanned).ok());
+  REQUIRE(scanned.entities.size() == 20);
+  std::vector<Entity> visited;
+  std::optional<EntityKey> next;
+  Status s = store->ScanRows(
+      "acct", "t", req,
+      [&](EntityRow& row) {
+        CHECK(row.decoded == nullptr);
+        Entity& e = visited.emplace_back();
+        e.partition_key = std::string(row.partition_key);
+        e.row_key = std::string(row.row_key);
+        e.timestamp = row.timestamp;
+        return DecodeProperties(row.properties, &e.properties);
+      },
+      &next);
+  REQUIRE(s.ok());
+  CHECK(visited == scanned.entities);
+  REQUIRE(next);
+  CHECK(next == scanned.next);
+  CHECK(next->row_key == "r120");
+
+  // With a predicate the row comes decoded (and only matching rows come).
+  req.predicate = [](const Entity& e) { return e.Find("n")->int32() % 2 == 1; };
+  int seen = 0;
+  s = store->ScanRows(
+      "acct", "t", req,
+      [&](EntityRow& row) {
+        REQUIRE(row.decoded != nullptr);
+        CHECK(row.decoded->Find("n")->int32() % 2 == 1);
+        CHECK(row.row_key == row.decoded->row_key);
+        ++seen;
+        return Status::Ok();
+      },
+      &next);
+  REQUIRE(s.ok());
+  CHECK(seen == 15);
+  CHECK_FALSE(next);
+
+  // A visitor's error ends the scan with that error.
+  req.predicate = nullptr;
+  seen = 0;
+  s = store->ScanRows(
+      "acct", "t", req,
+      [&](EntityRow&) { return ++seen == 3 ? Status::IOError("stop") : Status::Ok(); }, &next);
+  CHECK(s.code() == StatusCode::kIOError);
+  CHECK(seen == 3);
 }
 
 TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend,

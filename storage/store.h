@@ -71,6 +71,21 @@ struct ScanResult {
   std::optional<EntityKey> next;
 };
 
+// A row as ScanRows visits it, valid only during the visit: the keys
+// decoded, the properties still in their stored encoding (read them with
+// PropertyReader or DecodeProperties, storage/codec.h).
+struct EntityRow {
+  std::string_view partition_key;
+  std::string_view row_key;
+  int64_t timestamp = 0;
+  std::string_view properties;
+  // The whole row decoded, when the scan decoded it to evaluate the
+  // predicate; else null. The visitor may move from it.
+  Entity* decoded = nullptr;
+};
+// Returns Ok to go on; any other status ends the scan with that status.
+using RowVisitor = std::function<Status(EntityRow&)>;
+
 // Result of a successful Apply: the new timestamp of each op (0 for deletes).
 struct ApplyResult {
   std::vector<int64_t> timestamps;
@@ -128,8 +143,15 @@ class Store {
   virtual Result<Entity> GetEntity(const std::string& account, const std::string& table,
                                    const std::string& partition_key,
                                    const std::string& row_key) = 0;
-  virtual Status Scan(const std::string& account, const std::string& table,
-                      const ScanRequest& request, ScanResult* result) = 0;
+  // Visits the rows of `request` in key order (see ScanRequest); `*next`
+  // is set as ScanResult::next is. Rows are read in one snapshot, and
+  // without copying: a reply can be written from each row as it comes.
+  virtual Status ScanRows(const std::string& account, const std::string& table,
+                          const ScanRequest& request, const RowVisitor& visit,
+                          std::optional<EntityKey>* next) = 0;
+  // ScanRows with every row decoded into `result->entities`.
+  Status Scan(const std::string& account, const std::string& table, const ScanRequest& request,
+              ScanResult* result);
 
   // Applies `ops` atomically: all take effect or none does. On failure
   // returns the failing op's index (kTableNotFound reports index 0).

@@ -35,6 +35,67 @@ bool operator==(const Value& a, const Value& b) {
   return a.v_ == b.v_;
 }
 
+ValueView Value::view() const {
+  ValueView v;
+  v.type = type();
+  switch (v.type) {
+    case EdmType::kString:
+      v.bytes = string();
+      break;
+    case EdmType::kBoolean:
+      v.boolean = boolean();
+      break;
+    case EdmType::kInt32:
+      v.integer = int32();
+      break;
+    case EdmType::kInt64:
+      v.integer = int64();
+      break;
+    case EdmType::kDouble:
+      v.dbl = dbl();
+      break;
+    case EdmType::kDateTime:
+      v.integer = ticks();
+      break;
+    case EdmType::kGuid:
+      v.guid = guid();
+      break;
+    case EdmType::kBinary:
+      v.bytes = binary();
+      break;
+  }
+  return v;
+}
+
+void Value::Assign(const ValueView& v) {
+  switch (v.type) {
+    case EdmType::kString:
+      AssignString(v.bytes);
+      return;
+    case EdmType::kBoolean:
+      v_.emplace<1>(v.boolean);
+      return;
+    case EdmType::kInt32:
+      v_.emplace<2>(static_cast<int32_t>(v.integer));
+      return;
+    case EdmType::kInt64:
+      v_.emplace<3>(v.integer);
+      return;
+    case EdmType::kDouble:
+      v_.emplace<4>(v.dbl);
+      return;
+    case EdmType::kDateTime:
+      v_.emplace<5>(DateTime{v.integer});
+      return;
+    case EdmType::kGuid:
+      v_.emplace<6>(v.guid);
+      return;
+    case EdmType::kBinary:
+      AssignBinary(v.bytes);
+      return;
+  }
+}
+
 const Value* Entity::Find(std::string_view name) const {
   for (const auto& p : properties) {
     if (p.name == name) return &p.value;

@@ -48,6 +48,18 @@ struct Binary {
   friend bool operator==(const Binary&, const Binary&) = default;
 };
 
+// A typed value without ownership: what Value::view() gives and what
+// PropertyReader (storage/codec.h) reads out of an encoded entity. The member
+// for `type` is set; `bytes` views a String's UTF-8 or a Binary's bytes.
+struct ValueView {
+  EdmType type = EdmType::kString;
+  bool boolean = false;
+  int64_t integer = 0;  // Int32, Int64, DateTime ticks
+  double dbl = 0;
+  Guid guid;
+  std::string_view bytes;
+};
+
 // One typed value. Strings are UTF-8.
 class Value {
  public:
@@ -80,7 +92,13 @@ class Value {
       v_.emplace<0>(s);
     }
   }
-  void AssignBinary(std::string_view s) { v_.emplace<7>(Binary{std::string(s)}); }
+  void AssignBinary(std::string_view s) {
+    if (auto* p = std::get_if<7>(&v_)) {
+      p->bytes.assign(s);
+    } else {
+      v_.emplace<7>(Binary{std::string(s)});
+    }
+  }
 
   // REQUIRES: type() matches the accessor.
   const std::string& string() const { return std::get<0>(v_); }
@@ -93,6 +111,12 @@ class Value {
   const std::string& binary() const { return std::get<7>(v_).bytes; }
 
   const Variant& variant() const { return v_; }
+
+  // A view of this value, valid while it is not modified.
+  ValueView view() const;
+  // Makes this a copy of `v` (reusing the string already held, as
+  // AssignString does).
+  void Assign(const ValueView& v);
 
   // Bitwise equality of type and value (NaN == NaN here); for tests and
   // round-trip checks, not for $filter semantics.
