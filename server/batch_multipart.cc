@@ -1,9 +1,12 @@
 #include "server/batch_multipart.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <random>
+
+#include "server/text.h"
 
 namespace cerulean::server {
 
@@ -26,12 +29,17 @@ bool IsControl(char c) {
   return (u < 0x20 && c != '\t') || u == 0x7f;
 }
 
-// RFC 9110 tchar.
-bool IsTokenChar(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  if (u >= 0x80 || u <= 0x20 || u == 0x7f) return false;
-  return std::string_view("()<>@,;:\\\"/[]?={}").find(c) == std::string_view::npos;
-}
+// RFC 9110 tchar, as a table (every header name's every byte is checked).
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x21; c < 0x7f; ++c) {
+    t[c] = std::string_view("()<>@,;:\\\"/[]?={}").find(static_cast<char>(c)) ==
+           std::string_view::npos;
+  }
+  return t;
+}();
+
+bool IsTokenChar(char c) { return kTokenChars[static_cast<unsigned char>(c)]; }
 
 bool IsToken(std::string_view s) {
   if (s.empty()) return false;
@@ -294,9 +302,7 @@ class BatchParser {
     std::string_view line;
     while (NextLine(text, &line)) {
       if (TrimBlanks(line).empty()) return Status::Ok();
-      for (char c : line) {
-        if (IsControl(c)) return Error("control character in header", line);
-      }
+      if (HasControlChar(line)) return Error("control character in header", line);
       if (IsBlank(line.front())) {
         if (headers->empty()) return Error("header continuation without a header", line);
         headers->back().second.push_back(' ');
@@ -401,8 +407,9 @@ std::string NewGuid() {
 
 // Appends `s` with CR and LF written as spaces.
 void AppendLineSafe(std::string* out, std::string_view s) {
-  size_t start = out->size();
+  const size_t start = out->size();
   out->append(s);  // one copy; header values rarely hold a line break
+  if (!HasLineBreak(s)) return;
   for (size_t i = start; i < out->size(); ++i) {
     if ((*out)[i] == '\r' || (*out)[i] == '\n') (*out)[i] = ' ';
   }

@@ -83,6 +83,55 @@ size_t JsonPlainPrefix(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+constexpr uint64_t kSwarOnes = 0x0101010101010101ULL;
+constexpr uint64_t kSwarHigh = 0x8080808080808080ULL;
+
+// Nonzero iff some byte of x is zero (exact for the word as a whole).
+constexpr uint64_t SwarHasZero(uint64_t x) { return (x - kSwarOnes) & ~x & kSwarHigh; }
+
+// Whether some byte of `s` satisfies `byte`, eight bytes at a time: `word`
+// must be nonzero for every 8-byte word holding such a byte (it may be
+// nonzero for others too: those words are checked byte by byte).
+template <typename WordTest, typename ByteTest>
+bool SwarAny(std::string_view s, WordTest word, ByteTest byte) {
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (word(w) == 0) continue;
+    for (size_t j = i; j < i + 8; ++j) {
+      if (byte(static_cast<unsigned char>(s[j]))) return true;
+    }
+  }
+  for (; i < s.size(); ++i) {
+    if (byte(static_cast<unsigned char>(s[i]))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HasLineBreak(std::string_view s) {
+  return SwarAny(
+      s,
+      [](uint64_t w) {
+        return SwarHasZero(w ^ (kSwarOnes * '\r')) | SwarHasZero(w ^ (kSwarOnes * '\n'));
+      },
+      [](unsigned char c) { return c == '\r' || c == '\n'; });
+}
+
+bool HasControlChar(std::string_view s) {
+  return SwarAny(
+      s,
+      // A byte below 0x20 (tabs included: checked exactly below) or 0x7F.
+      [](uint64_t w) {
+        return ((w - kSwarOnes * 0x20) & ~w & kSwarHigh) | SwarHasZero(w ^ (kSwarOnes * 0x7F));
+      },
+      [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7F; });
+}
+
 void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   size_t plain = JsonPlainPrefix(s);

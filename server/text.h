@@ -12,6 +12,12 @@
 
 namespace cerulean::server {
 
+// Whether `s` holds a CR or LF byte.
+bool HasLineBreak(std::string_view s);
+// Whether `s` holds a control character other than tab (bytes below 0x20,
+// 0x7F): what header lines may not hold.
+bool HasControlChar(std::string_view s);
+
 // Appends `s` as a JSON string literal (with quotes). Invalid UTF-8 bytes are
 // written as U+FFFD.
 void AppendJsonString(std::string* out, std::string_view s);

@@ -226,6 +226,15 @@ bool HasDuplicateNames(const std::vector<Property>& props) {
 }  // namespace
 
 void EncodeProperties(const std::vector<Property>& properties, std::string* out) {
+  // One allocation: an upper bound of the encoding (varints take at most 10
+  // bytes, fixed values 16).
+  size_t bound = out->size() + 11;
+  for (const auto& p : properties) {
+    bound += 10 + p.name.size() + 1 + 16;
+    if (p.value.type() == EdmType::kString) bound += p.value.string().size();
+    if (p.value.type() == EdmType::kBinary) bound += p.value.binary().size();
+  }
+  out->reserve(bound);
   out->push_back(static_cast<char>(kPropertiesFormatV1));
   PutVarint64(out, properties.size());
   for (const auto& p : properties) {

@@ -1,8 +1,11 @@
 // Entity group transactions ($batch, batch.md): parse the multipart body,
 // check the change set's structure, apply all writes atomically through
 // Store::Apply, and answer with a multipart response.
+#include <array>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
+#include <functional>
+#include <string_view>
 
 #include "server/batch_multipart.h"
 #include "server/entity_atom.h"
@@ -172,6 +175,36 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   return MultipartResponse(req, subs, false);
 }
 
+// The RowKeys of a change set's operations so far (at most
+// kMaxBatchOperations): open addressing over their hashes, so that finding
+// a duplicate costs about one comparison per operation rather than one per
+// earlier operation.
+class RowKeySet {
+ public:
+  // False iff `key` is already in the set. The set keeps the view.
+  bool Insert(std::string_view key) {
+    const uint64_t h = std::hash<std::string_view>{}(key);
+    for (size_t slot = h % kSlots;; slot = (slot + 1) % kSlots) {
+      Slot& s = slots_[slot];
+      if (!s.used) {
+        s = {true, h, key};
+        return true;
+      }
+      if (s.hash == h && s.key == key) return false;
+    }
+  }
+
+ private:
+  static_assert(kMaxBatchOperations < 128);
+  static constexpr size_t kSlots = 256;  // at most half full: probes stay short
+  struct Slot {
+    bool used = false;
+    uint64_t hash = 0;
+    std::string_view key;
+  };
+  std::array<Slot, kSlots> slots_{};
+};
+
 // Parses change set part `i` into `op`.
 std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part,
                                              BatchOp* op) {
@@ -299,6 +332,7 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
         ErrorReply(AzureError::kInvalidInput,
                    "The batch request operation exceeds the maximum 100 changes per change set.")};
   }
+  RowKeySet row_keys;
   for (size_t i = 0; i < ops.size() && !failure; ++i) {
     BatchOp& op = ops[i];
     if (auto err = ParseChangesetPart(req, parts[i], &op)) {
@@ -314,13 +348,8 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
       failure = BatchFailure{i, *err};
     } else if (!req.grant.InRange(e.partition_key, e.row_key)) {
       failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure)};
-    } else {
-      for (size_t j = 0; j < i; ++j) {
-        if (ops[j].write.entity.row_key == e.row_key) {
-          failure = BatchFailure{i, ErrorReply(AzureError::kInvalidDuplicateRow)};
-          break;
-        }
-      }
+    } else if (!row_keys.Insert(e.row_key)) {
+      failure = BatchFailure{i, ErrorReply(AzureError::kInvalidDuplicateRow)};
     }
   }
   if (failure) {
