@@ -799,11 +799,28 @@ void AppendEntityHead(std::string* out, bool* first_member, std::string_view par
     AppendPlainKey(out, first_member, "odata.id");
     AppendJsonString(out, std::string(ctx.base) + "/" + path);
   }
+  // The Timestamp formatted once, for the ETag and the Timestamp member:
+  // "yyyy-MM-ddTHH:mm:ss[.fffffff]Z", its colons at 13 and 16.
+  char ts[storage::kMaxDateTimeText];
+  const std::string_view ts_text(ts, storage::FormatDateTimeTo(ts, timestamp, ":"));
   if (ctx.level != Metadata::kNone) {
     AppendPlainKey(out, first_member, "odata.etag");
-    out->append("\"W/\\\"datetime'");  // the ETag's quotes escaped for JSON
-    AppendETagDate(out, timestamp);
-    out->append("'\\\"\"");
+    static constexpr std::string_view kOpen = "\"W/\\\"datetime'";  // quotes escaped for JSON
+    static constexpr std::string_view kClose = "'\\\"\"";
+    char etag[64];
+    char* p = etag;
+    auto put = [&p](std::string_view piece) {
+      std::memcpy(p, piece.data(), piece.size());
+      p += piece.size();
+    };
+    put(kOpen);
+    put(ts_text.substr(0, 13));
+    put("%3A");
+    put(ts_text.substr(14, 2));
+    put("%3A");
+    put(ts_text.substr(17));
+    put(kClose);
+    out->append(etag, static_cast<size_t>(p - etag));
   }
   if (ctx.level == Metadata::kFull) {
     AppendPlainKey(out, first_member, "odata.editLink");
@@ -822,7 +839,7 @@ void AppendEntityHead(std::string* out, bool* first_member, std::string_view par
       AppendTypeAnnotation(out, first_member, "Timestamp", "Edm.DateTime");
     AppendPlainKey(out, first_member, "Timestamp");
     out->push_back('"');
-    storage::AppendDateTime(out, timestamp);
+    out->append(ts_text);
     out->push_back('"');
   }
 }

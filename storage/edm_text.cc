@@ -1,10 +1,12 @@
 #include "storage/edm_text.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace cerulean::storage {
 
@@ -122,6 +124,22 @@ Civil ToCivil(int64_t ticks) {
 
 namespace {
 
+// "00".."99".
+constexpr std::array<char, 200> kTwoDigits = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[2 * i] = static_cast<char>('0' + i / 10);
+    t[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
+// Writes 0 <= value < 100 as two digits at p.
+char* PutTwo(char* p, int value) {
+  std::memcpy(p, &kTwoDigits[2 * value], 2);
+  return p + 2;
+}
+
 // Writes `value` as exactly `width` decimal digits (zero-padded) at p.
 char* PutDigits(char* p, int64_t value, int width) {
   for (int i = width - 1; i >= 0; --i) {
@@ -133,37 +151,41 @@ char* PutDigits(char* p, int64_t value, int width) {
 
 }  // namespace
 
-void AppendDateTime(std::string* out, int64_t ticks, std::string_view time_separator) {
+size_t FormatDateTimeTo(char* buf, int64_t ticks, std::string_view time_separator) {
   if (ticks < 0) ticks = 0;
   if (time_separator.size() > 4) time_separator = time_separator.substr(0, 4);
   Civil c = ToCivil(ticks);
-  // Formatted on the stack and appended once: response writers call this
-  // twice per entity (Timestamp, ETag) plus once per DateTime property.
-  char buf[48];
-  char* p = PutDigits(buf, c.y, 4);
+  char* p = PutTwo(buf, c.y / 100);
+  p = PutTwo(p, c.y % 100);
   *p++ = '-';
-  p = PutDigits(p, c.m, 2);
+  p = PutTwo(p, c.m);
   *p++ = '-';
-  p = PutDigits(p, c.d, 2);
+  p = PutTwo(p, c.d);
   *p++ = 'T';
-  p = PutDigits(p, c.hh, 2);
-  p = std::copy(time_separator.begin(), time_separator.end(), p);
-  p = PutDigits(p, c.mm, 2);
-  p = std::copy(time_separator.begin(), time_separator.end(), p);
-  p = PutDigits(p, c.ss, 2);
+  p = PutTwo(p, c.hh);
+  std::memcpy(p, time_separator.data(), time_separator.size());
+  p += time_separator.size();
+  p = PutTwo(p, c.mm);
+  std::memcpy(p, time_separator.data(), time_separator.size());
+  p += time_separator.size();
+  p = PutTwo(p, c.ss);
   if (c.frac != 0) {
     // Seven digits of 100 ns, trailing zeros dropped.
-    int64_t frac = c.frac;
-    int width = 7;
-    while (frac % 10 == 0) {
-      frac /= 10;
-      --width;
-    }
     *p++ = '.';
-    p = PutDigits(p, frac, width);
+    PutDigits(p, c.frac, 7);
+    int width = 7;
+    while (p[width - 1] == '0') --width;
+    p += width;
   }
   *p++ = 'Z';
-  out->append(buf, static_cast<size_t>(p - buf));
+  return static_cast<size_t>(p - buf);
+}
+
+void AppendDateTime(std::string* out, int64_t ticks, std::string_view time_separator) {
+  // Formatted on the stack and appended once: response writers call this
+  // twice per entity (Timestamp, ETag) plus once per DateTime property.
+  char buf[kMaxDateTimeText];
+  out->append(buf, FormatDateTimeTo(buf, ticks, time_separator));
 }
 
 void AppendDateTime(std::string* out, int64_t ticks) { AppendDateTime(out, ticks, ":"); }

@@ -31,6 +31,12 @@ void AppendDateTime(std::string* out, int64_t ticks);
 // and seconds instead of ':' (an ETag writes "%3A").
 void AppendDateTime(std::string* out, int64_t ticks, std::string_view time_separator);
 
+// Room FormatDateTimeTo needs: 28 bytes with two 4-byte separators.
+inline constexpr size_t kMaxDateTimeText = 40;
+// Writes the AppendDateTime form to `buf` (kMaxDateTimeText bytes) and
+// returns its length.
+size_t FormatDateTimeTo(char* buf, int64_t ticks, std::string_view time_separator);
+
 // "MM/dd/yyyy HH:mm:ss" (the .NET invariant form used in range errors).
 std::string FormatDateTimeInvariant(int64_t ticks);
 
