@@ -6,6 +6,7 @@
 #include "server/operations/operations.h"
 #include "server/query_options.h"
 #include "server/text.h"
+#include "storage/codec.h"
 
 namespace cerulean::server {
 
@@ -66,38 +67,12 @@ HttpResponse EntityResponse(const Request& req, http::status status, const stora
   return JsonResponse(req, status, std::move(body));
 }
 
-// The body of a Query Entities page in JSON.
-std::string EntityFeedJson(const Request& req, const std::vector<storage::Entity>& entities,
-                           const std::vector<std::string>* select) {
-  JsonContext jc = EntityJsonContext(req);
-  std::string body;
-  body.reserve(256 + entities.size() * 512);
-  body += '{';
-  if (req.format != Metadata::kNone) {
-    body += "\"odata.metadata\":";
-    AppendJsonString(&body, req.base + "/$metadata#" + req.path.table);
-    body += ',';
-  }
-  body += "\"value\":[";
-  for (size_t i = 0; i < entities.size(); ++i) {
-    if (i) body += ',';
-    size_t before = body.size();
-    AppendEntityJson(&body, entities[i], jc, false, select);
-    if (i == 0 && entities.size() > 1) {
-      // Sized from the first entity (+1/8), so that a page is rarely copied
-      // while it grows.
-      size_t first = body.size() - before + 1;
-      body.reserve(body.size() + (entities.size() - 1) * (first + first / 8) + 16);
-    }
-  }
-  body += "]}";
-  return body;
-}
-
-// EntityFeedJson (no $select) of the rows `scan` reads, written as they are
-// read.
+// The body of a Query Entities page in JSON, each entity written as the
+// store reads its row: straight from the stored encoding, or (for $select,
+// `select` not null) from the row decoded.
 storage::Status StreamEntityFeedJson(const ServerContext& ctx, const Request& req,
-                                     const storage::ScanRequest& scan, std::string* body,
+                                     const storage::ScanRequest& scan,
+                                     const std::vector<std::string>* select, std::string* body,
                                      std::optional<storage::EntityKey>* next) {
   JsonContext jc = EntityJsonContext(req);
   body->reserve(4096);
@@ -109,12 +84,27 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const Request& re
   }
   *body += "\"value\":[";
   size_t count = 0;
+  storage::Entity decoded;  // reused row after row ($select only)
+  auto append = [&](storage::EntityRow& row) -> storage::Status {
+    if (select == nullptr) return AppendEntityRowJson(body, row, jc);
+    const storage::Entity* e = row.decoded;
+    if (e == nullptr) {
+      decoded.partition_key.assign(row.partition_key);
+      decoded.row_key.assign(row.row_key);
+      decoded.timestamp = row.timestamp;
+      storage::Status st = storage::DecodeProperties(row.properties, &decoded.properties);
+      if (!st.ok()) return st;
+      e = &decoded;
+    }
+    AppendEntityJson(body, *e, jc, false, select);
+    return storage::Status::Ok();
+  };
   storage::Status s = ctx.store->ScanRows(
       req.account, req.path.table, scan,
       [&](storage::EntityRow& row) {
         if (count > 0) *body += ',';
         size_t before = body->size();
-        storage::Status st = AppendEntityRowJson(body, row, jc);
+        storage::Status st = append(row);
         if (count++ == 0 && scan.limit > 1) {
           // Sized from the first entity (+1/8) for a full page, so that a
           // page is rarely copied while it grows.
@@ -236,19 +226,15 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
   const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
   std::optional<storage::EntityKey> next;
   HttpResponse res;
-  if (req.atom || select != nullptr) {
+  if (req.atom) {
     storage::ScanResult result;
     storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
-    res = req.atom
-              ? AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select))
-              : JsonResponse(req, http::status::ok, EntityFeedJson(req, result.entities, select));
+    res = AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select));
     next = std::move(result.next);
   } else {
-    // The usual page: each row written as the store reads it, its
-    // properties never decoded into values.
     std::string body;
-    storage::Status s = StreamEntityFeedJson(ctx, req, scan, &body, &next);
+    storage::Status s = StreamEntityFeedJson(ctx, req, scan, select, &body, &next);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     res = JsonResponse(req, http::status::ok, std::move(body));
   }
