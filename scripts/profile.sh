@@ -13,7 +13,7 @@
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
 # inclusive), perf (cycles, kernel included), strace (system calls counted;
 # STRACE_ARGS replaces -c, e.g. "-T -e trace=fdatasync" for sync latencies)
-# or none (wrk's figures only, the
+# or none (wrk's figures and the server's CPU time per request, the
 # server pinned to CPU 1 as the bench pins it); BUILD_DIR (default build);
 # BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
@@ -92,6 +92,10 @@ sas=$(cd "$bench" && node -e '
 ' "$mode")
 
 [[ $profiler == callgrind ]] && callgrind_control -i on "$server" >/dev/null
+# The server's CPU time (user + system, clock ticks) from /proc: CPU per
+# request is steadier than requests/s on a shared machine.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+cpu_before=$(cpu_ticks)
 base=/devstoreaccount1 wrk_mode=$mode
 if [[ $mode == page ]]; then
   # The Lua script's "static" mode GETs base + "/": a query without a filter.
@@ -101,6 +105,9 @@ taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http:
   mode="$wrk_mode" base="$base" table=prof sas="$sas" n=10000 per=100 nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
+cpu_after=$(cpu_ticks)
+awk -v t=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+  'BEGIN { printf "server CPU: %.2f s, %.1f us per request\n", t / hz, t / hz * 1e6 / n }'
 if [[ $profiler == strace ]]; then pkill -TERM -P "$server"; else kill -TERM "$server"; fi
 wait "$server" || true
 

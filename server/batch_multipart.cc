@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 
@@ -12,7 +13,7 @@ namespace cerulean::server {
 
 namespace {
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
+using Headers = std::vector<BatchHeader>;
 using storage::Result;
 using storage::Status;
 
@@ -89,9 +90,10 @@ bool NextLine(std::string_view* text, std::string_view* line) {
   return true;
 }
 
-std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name) {
+std::optional<std::string_view> FindHeader(std::span<const BatchHeader> headers,
+                                           std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (AsciiIEquals(key, name)) return std::string_view(value);
+    if (AsciiIEquals(key, name)) return value;
   }
   return std::nullopt;
 }
@@ -167,8 +169,16 @@ struct Delimiter {
 // after `from`, or nullopt. `dash_boundary` is "--" + boundary.
 std::optional<Delimiter> FindDelimiter(std::string_view text, size_t from,
                                        std::string_view dash_boundary) {
-  for (size_t p = text.find(dash_boundary, from); p != std::string_view::npos;
-       p = text.find(dash_boundary, p + 1)) {
+  // memmem rather than string_view::find: the latter stops at every '-'
+  // (the first byte of any dash-boundary), and entity bodies are full of them.
+  auto find = [&](size_t at) -> size_t {
+    if (at > text.size()) return std::string_view::npos;
+    const void* hit =
+        memmem(text.data() + at, text.size() - at, dash_boundary.data(), dash_boundary.size());
+    return hit == nullptr ? std::string_view::npos
+                          : static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+  };
+  for (size_t p = find(from); p != std::string_view::npos; p = find(p + 1)) {
     if (p != 0 && text[p - 1] != '\n') continue;
     size_t content_end = p;
     if (content_end > from && text[content_end - 1] == '\n') --content_end;
@@ -202,12 +212,17 @@ class BatchParser {
     if (outer.empty()) return Error("batch contains no parts", body_);
 
     ParsedBatch batch;
+    joined_ = &batch.joined_values;
+    headers_ = &batch.header_storage;
+    // Each part's [begin, end) in header_storage, made spans at the end
+    // (the vector grows meanwhile).
+    std::vector<std::pair<size_t, size_t>> header_ranges;
     bool have_changeset = false;
     size_t direct_requests = 0;
     for (std::string_view part : outer) {
       std::string_view rest = part;
       Headers mime;
-      s = ParseHeaderBlock(&rest, &mime);
+      s = ParseHeaderBlock(&rest, &mime, 0);
       if (!s.ok()) return s;
       const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
       if (!type) return Error("batch part has no Content-Type", part);
@@ -226,11 +241,15 @@ class BatchParser {
         s = SplitMultipart(rest, *changeset_boundary, &operations);
         if (!s.ok()) return s;
         batch.parts.reserve(operations.size());
+        header_ranges.reserve(operations.size());
+        batch.header_storage.reserve(operations.size() * 6);
         for (std::string_view operation : operations) {
           BatchPart parsed;
+          size_t first_header = batch.header_storage.size();
           s = ParseHttpPart(operation, &parsed);
           if (!s.ok()) return s;
-          batch.parts.push_back(std::move(parsed));
+          batch.parts.push_back(parsed);
+          header_ranges.emplace_back(first_header, batch.header_storage.size());
         }
       } else if (AsciiIEquals(media, "application/http")) {
         if (have_changeset) {
@@ -240,17 +259,29 @@ class BatchParser {
           return Error("batch contains more than one request outside a change set", part);
         }
         BatchPart parsed;
+        size_t first_header = batch.header_storage.size();
         s = ParseHttpPart(part, &parsed);
         if (!s.ok()) return s;
         if (!AsciiIEquals(parsed.method, "GET")) {
           return Error("only a GET may appear outside a change set", part);
         }
-        batch.parts.push_back(std::move(parsed));
+        batch.parts.push_back(parsed);
+        header_ranges.emplace_back(first_header, batch.header_storage.size());
       } else {
         return Error("batch part Content-Type must be multipart/mixed or application/http", part);
       }
     }
     batch.changeset = have_changeset;
+    for (size_t i = 0; i < batch.parts.size(); ++i) {
+      const auto [begin, end] = header_ranges[i];
+      batch.parts[i].headers =
+          std::span<const BatchHeader>(batch.header_storage.data() + begin, end - begin);
+      // A Content-ID only among the inner headers (older Node clients).
+      if (!batch.parts[i].content_id) {
+        std::optional<std::string_view> id = batch.parts[i].Header("Content-ID");
+        if (id && !id->empty()) batch.parts[i].content_id = id;
+      }
+    }
     return batch;
   }
 
@@ -297,33 +328,45 @@ class BatchParser {
   }
 
   // Parses header lines off `*text` up to and including a blank line or the
-  // end, leaving `*text` at the content. Folded lines are joined.
-  Status ParseHeaderBlock(std::string_view* text, Headers* headers) const {
+  // end, appending them to `*headers` (whose first `first` entries belong to
+  // earlier blocks), leaving `*text` at the content. Folded lines are joined
+  // into joined_ (a header folded again is extended in place).
+  Status ParseHeaderBlock(std::string_view* text, Headers* headers, size_t first) const {
     std::string_view line;
     while (NextLine(text, &line)) {
       if (TrimBlanks(line).empty()) return Status::Ok();
       if (HasControlChar(line)) return Error("control character in header", line);
       if (IsBlank(line.front())) {
-        if (headers->empty()) return Error("header continuation without a header", line);
-        headers->back().second.push_back(' ');
-        headers->back().second.append(TrimBlanks(line));
+        if (headers->size() == first) {
+          return Error("header continuation without a header", line);
+        }
+        std::string_view& value = headers->back().second;
+        if (joined_->empty() || value.data() != joined_->back().data()) {
+          joined_->emplace_back(value);
+        }
+        std::string& joined = joined_->back();
+        joined.push_back(' ');
+        joined.append(TrimBlanks(line));
+        value = joined;
         continue;
       }
       const size_t colon = line.find(':');
       if (colon == std::string_view::npos) return Error("expected ':' in header", line);
       const std::string_view name = TrimBlanks(line.substr(0, colon));
       if (!IsToken(name)) return Error("invalid header name", line);
-      headers->emplace_back(std::string(name), std::string(TrimBlanks(line.substr(colon + 1))));
+      headers->emplace_back(name, TrimBlanks(line.substr(colon + 1)));
     }
     return Status::Ok();
   }
 
   // Parses an application/http part (MIME headers, then an HTTP request).
-  Status ParseHttpPart(std::string_view part, BatchPart* out) const {
+  // Its inner headers are appended to headers_; the caller sets
+  // out->headers, and out->content_id if the MIME headers have none.
+  Status ParseHttpPart(std::string_view part, BatchPart* out) {
     std::string_view rest = part;
-    Headers mime;
-    mime.reserve(4);  // Content-Type, Content-Transfer-Encoding, Content-ID
-    Status s = ParseHeaderBlock(&rest, &mime);
+    Headers& mime = mime_;
+    mime.clear();
+    Status s = ParseHeaderBlock(&rest, &mime, 0);
     if (!s.ok()) return s;
     const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
     if (!type || !AsciiIEquals(MediaType(*type), "application/http")) {
@@ -341,14 +384,15 @@ class BatchParser {
     if (!NextLine(&rest, &line)) return Error("missing request line in batch part", rest);
     s = ParseRequestLine(line, out);
     if (!s.ok()) return s;
-    out->headers.reserve(8);
-    s = ParseHeaderBlock(&rest, &out->headers);
+    s = ParseHeaderBlock(&rest, headers_, headers_->size());
     if (!s.ok()) return s;
-    out->body = std::string(TrimSpaceAndBreaks(rest));
+    out->body = TrimSpaceAndBreaks(rest);
 
     std::optional<std::string_view> content_id = FindHeader(mime, "Content-ID");
-    if (!content_id || content_id->empty()) content_id = out->Header("Content-ID");
-    if (content_id && !content_id->empty()) out->content_id = std::string(*content_id);
+    if (content_id && !content_id->empty()) {
+      // A folded MIME header's joined value lives in joined_ like the others.
+      out->content_id = content_id;
+    }
     return Status::Ok();
   }
 
@@ -374,12 +418,15 @@ class BatchParser {
     if (tokens[2] != "HTTP/1.1" && tokens[2] != "HTTP/1.0") {
       return Error("expected HTTP/1.1 in batch part request line", tokens[2]);
     }
-    out->method = std::string(tokens[0]);
-    out->url = std::string(tokens[1]);
+    out->method = tokens[0];
+    out->url = tokens[1];
     return Status::Ok();
   }
 
   std::string_view body_;
+  std::list<std::string>* joined_ = nullptr;  // the ParsedBatch's joined_values
+  Headers* headers_ = nullptr;                // the ParsedBatch's header_storage
+  Headers mime_;                              // a part's MIME headers (reused)
 };
 
 // A random version-4 GUID, lower-case hex.
@@ -405,42 +452,6 @@ std::string NewGuid() {
   return out;
 }
 
-// Appends `s` with CR and LF written as spaces.
-void AppendLineSafe(std::string* out, std::string_view s) {
-  const size_t start = out->size();
-  out->append(s);  // one copy; header values rarely hold a line break
-  if (!HasLineBreak(s)) return;
-  for (size_t i = start; i < out->size(); ++i) {
-    if ((*out)[i] == '\r' || (*out)[i] == '\n') (*out)[i] = ' ';
-  }
-}
-
-// Appends one application/http sub-response part (after its delimiter line)
-// and the line break that belongs to the next delimiter.
-void AppendSubResponse(std::string* out, const BatchSubResponse& sub) {
-  out->append("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n");
-  const int status = sub.status >= 100 && sub.status <= 999 ? sub.status : 500;
-  out->append("HTTP/1.1 ");
-  out->append(std::to_string(status));
-  out->push_back(' ');
-  out->append(ReasonPhrase(status));
-  out->append("\r\n");
-  if (sub.content_id) {
-    out->append("Content-ID: ");
-    AppendLineSafe(out, *sub.content_id);
-    out->append("\r\n");
-  }
-  for (const auto& [name, value] : sub.headers) {
-    AppendLineSafe(out, name);
-    out->append(": ");
-    AppendLineSafe(out, value);
-    out->append("\r\n");
-  }
-  out->append("\r\n");
-  out->append(sub.body);
-  out->append("\r\n");
-}
-
 }  // namespace
 
 std::optional<std::string_view> BatchPart::Header(std::string_view name) const {
@@ -453,31 +464,82 @@ storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::stri
   return BatchParser(body).Parse(*boundary);
 }
 
-std::string SerializeBatchResponse(const std::vector<BatchSubResponse>& subs, bool changeset,
-                                   std::string* content_type) {
-  const std::string batch_boundary = "batchresponse_" + NewGuid();
-  *content_type = "multipart/mixed; boundary=" + batch_boundary;
-  std::string out;
-  size_t estimate = 256;
-  for (const BatchSubResponse& sub : subs) estimate += 256 + sub.body.size();
-  out.reserve(estimate);
-  if (changeset) {
+BatchResponseWriter::BatchResponseWriter(bool changeset, size_t reserve)
+    : changeset_(changeset), batch_boundary_("batchresponse_" + NewGuid()) {
+  out_.reserve(reserve);
+  if (changeset_) {
     const std::string changeset_boundary = "changesetresponse_" + NewGuid();
-    out.append("--" + batch_boundary + "\r\n");
-    out.append("Content-Type: multipart/mixed; boundary=" + changeset_boundary + "\r\n\r\n");
-    for (const BatchSubResponse& sub : subs) {
-      out.append("--" + changeset_boundary + "\r\n");
-      AppendSubResponse(&out, sub);
-    }
-    out.append("--" + changeset_boundary + "--\r\n");
+    out_.append("--").append(batch_boundary_).append("\r\n");
+    out_.append("Content-Type: multipart/mixed; boundary=")
+        .append(changeset_boundary)
+        .append("\r\n\r\n");
+    part_delimiter_ = "--" + changeset_boundary + "\r\n";
   } else {
-    for (const BatchSubResponse& sub : subs) {
-      out.append("--" + batch_boundary + "\r\n");
-      AppendSubResponse(&out, sub);
+    part_delimiter_ = "--" + batch_boundary_ + "\r\n";
+  }
+}
+
+void BatchResponseWriter::BeginPart(int status, std::optional<std::string_view> content_id) {
+  EndPart();
+  in_part_ = true;
+  in_headers_ = true;
+  out_.append(part_delimiter_);
+  out_.append("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n");
+  if (status < 100 || status > 999) status = 500;
+  char digits[3] = {static_cast<char>('0' + status / 100), static_cast<char>('0' + status / 10 % 10),
+                    static_cast<char>('0' + status % 10)};
+  out_.append("HTTP/1.1 ").append(digits, 3).push_back(' ');
+  out_.append(ReasonPhrase(status)).append("\r\n");
+  if (content_id) AddHeader("Content-ID", *content_id);
+}
+
+void BatchResponseWriter::AddHeader(std::string_view name, std::string_view value) {
+  // One check of the whole line (": " holds no line break).
+  const size_t start = out_.size();
+  out_.append(name).append(": ").append(value);
+  if (HasLineBreak(std::string_view(out_).substr(start))) {
+    for (size_t i = start; i < out_.size(); ++i) {
+      if (out_[i] == '\r' || out_[i] == '\n') out_[i] = ' ';
     }
   }
-  out.append("--" + batch_boundary + "--\r\n");
-  return out;
+  out_.append("\r\n");
+}
+
+std::string* BatchResponseWriter::Body() {
+  if (in_headers_) out_.append("\r\n");
+  in_headers_ = false;
+  return &out_;
+}
+
+void BatchResponseWriter::EndPart() {
+  if (!in_part_) return;
+  Body();
+  out_.append("\r\n");
+  in_part_ = false;
+}
+
+std::string BatchResponseWriter::Finish(std::string* content_type) {
+  EndPart();
+  if (changeset_) {
+    // The part delimiter without its line break, closed.
+    out_.append(part_delimiter_, 0, part_delimiter_.size() - 2).append("--\r\n");
+  }
+  out_.append("--").append(batch_boundary_).append("--\r\n");
+  *content_type = "multipart/mixed; boundary=" + batch_boundary_;
+  return std::move(out_);
+}
+
+std::string SerializeBatchResponse(const std::vector<BatchSubResponse>& subs, bool changeset,
+                                   std::string* content_type) {
+  size_t estimate = 256;
+  for (const BatchSubResponse& sub : subs) estimate += 256 + sub.body.size();
+  BatchResponseWriter writer(changeset, estimate);
+  for (const BatchSubResponse& sub : subs) {
+    writer.BeginPart(sub.status, sub.content_id);
+    for (const auto& [name, value] : sub.headers) writer.AddHeader(name, value);
+    writer.Body()->append(sub.body);
+  }
+  return writer.Finish(content_type);
 }
 
 std::string_view ReasonPhrase(int status) {

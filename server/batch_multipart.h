@@ -6,7 +6,9 @@
 // (SerializeBatchResponse draws its GUIDs from a thread-local generator).
 #pragma once
 
+#include <list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,26 +18,40 @@
 
 namespace cerulean::server {
 
-// One HTTP request embedded in a batch. Owns its bytes.
+// One header of a batch part: name as written, value trimmed.
+using BatchHeader = std::pair<std::string_view, std::string_view>;
+
+// One HTTP request embedded in a batch. Its views point into the body given
+// to ParseBatch or into the ParsedBatch that holds this part: both must
+// outlive it.
 struct BatchPart {
-  std::string method;  // "POST", "PUT", "MERGE", "PATCH", "DELETE", "GET" as written
-  std::string url;     // request target as written (absolute or relative; `$` maybe %24)
-  // Inner request headers in order, names as written, values trimmed. Kept
-  // verbatim, including ones the caller must ignore (Host, Content-Length).
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::string_view method;  // "POST", "PUT", "MERGE", "PATCH", "DELETE", "GET" as written
+  std::string_view url;     // request target as written (absolute or relative; `$` maybe %24)
+  // Inner request headers in order, names as written, values trimmed (folded
+  // lines joined by one space). Kept verbatim, including ones the caller must
+  // ignore (Host, Content-Length).
+  std::span<const BatchHeader> headers;
   // Bytes between the inner blank line and the next delimiter, trimmed of
   // surrounding whitespace and line breaks.
-  std::string body;
+  std::string_view body;
   // From the MIME part headers or, failing that, the inner headers; never
   // empty and free of control characters when set.
-  std::optional<std::string> content_id;
+  std::optional<std::string_view> content_id;
 
   // The value of the first header named `name` (ASCII case-insensitive), or
-  // nullopt. The view lives as long as this part's `headers` are unchanged.
+  // nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
 };
 
+// A parsed batch. Move-only: its parts' header spans point into its own
+// storage, which a move keeps in place and a copy would not.
 struct ParsedBatch {
+  ParsedBatch() = default;
+  ParsedBatch(ParsedBatch&&) = default;
+  ParsedBatch& operator=(ParsedBatch&&) = default;
+  ParsedBatch(const ParsedBatch&) = delete;
+  ParsedBatch& operator=(const ParsedBatch&) = delete;
+
   // false iff the batch is a single request placed directly in the batch
   // (the read-only single retrieve of batch.md §2.4); `parts` then holds
   // exactly one GET.
@@ -43,6 +59,10 @@ struct ParsedBatch {
   // Change set operations in order. May be empty (empty change set) or hold
   // more than 100 parts: the caller checks limits, methods and URLs.
   std::vector<BatchPart> parts;
+  // Storage behind the parts' views: all inner headers, and the values of
+  // folded header lines (joined, so not in the body).
+  std::vector<BatchHeader> header_storage;
+  std::list<std::string> joined_values;
 };
 
 // Parses a batch request body given the outer Content-Type header value
@@ -59,12 +79,13 @@ struct ParsedBatch {
 // set mixed with direct requests, a direct request that is not a GET or more
 // than one of them, and a batch with no parts at all.
 // Work and memory are linear in body.size() (times the boundary length).
+// The result's views point into `body`, which must outlive it.
 storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::string_view body);
 
 // One sub-response of a batch response.
 struct BatchSubResponse {
   int status = 204;                       // three digits: 201, 204, 409, ...
-  std::optional<std::string> content_id;  // echoed first after the status line
+  std::optional<std::string_view> content_id;  // echoed first after the status line
   // In order, written as given. Names are string literals (static storage):
   // a sub-response per entity, and most names are too long for std::string's
   // inline buffer.
@@ -83,6 +104,39 @@ struct BatchSubResponse {
 // written as 500).
 std::string SerializeBatchResponse(const std::vector<BatchSubResponse>& subs, bool changeset,
                                    std::string* content_type);
+
+// Writes a batch response body one sub-response at a time, straight into
+// the body (SerializeBatchResponse is built on it). Per sub-response:
+// BeginPart, AddHeader for each header, then Body() to append its body (or
+// nothing), and the next BeginPart or Finish.
+class BatchResponseWriter {
+ public:
+  // `changeset` as for SerializeBatchResponse; `reserve`: expected body size.
+  BatchResponseWriter(bool changeset, size_t reserve);
+
+  // Starts a sub-response: its part headers, status line and Content-ID.
+  // A status outside [100, 999] is written as 500.
+  void BeginPart(int status, std::optional<std::string_view> content_id);
+  // Writes one header of the current sub-response. CR and LF in `name` and
+  // `value` are written as spaces.
+  void AddHeader(std::string_view name, std::string_view value);
+  // Ends the current sub-response's headers; its body is what the caller
+  // appends to the returned string before the next BeginPart or Finish.
+  std::string* Body();
+  // Closes the response and returns its body; sets *content_type as
+  // SerializeBatchResponse does. REQUIRES: content_type != nullptr.
+  std::string Finish(std::string* content_type);
+
+ private:
+  void EndPart();
+
+  bool changeset_;
+  std::string batch_boundary_;
+  std::string part_delimiter_;  // "--<boundary of the parts>\r\n"
+  std::string out_;
+  bool in_headers_ = false;  // a part's headers are open (Body() not yet called)
+  bool in_part_ = false;
+};
 
 // The standard reason phrase of `status` ("Created", "No Content",
 // "Conflict", "Request Entity Too Large", ...), or "Unknown" for an

@@ -2,7 +2,8 @@
 // the outer Content-Type value, the rest the body; whatever parses is
 // serialized back as sub-responses. Build (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
-//     server/batch_multipart_fuzz.cc server/batch_multipart.cc storage/status.cc
+//     server/batch_multipart_fuzz.cc server/batch_multipart.cc server/text.cc \
+//     storage/status.cc -lcrypto
 // Seeds: any body of spec/batch.md §2 prefixed with
 // "multipart/mixed; boundary=<its boundary>\n".
 #include <cstddef>
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     BatchSubResponse sub;
     sub.status = static_cast<int>(part.body.size() % 1000);
     sub.content_id = part.content_id;
-    sub.headers = part.headers;
+    for (const auto& [name, value] : part.headers) sub.headers.emplace_back(name, value);
     sub.body = part.body;
     subs.push_back(std::move(sub));
   }

@@ -491,16 +491,45 @@ std::optional<ErrorReply> CheckParsedEntity(const Entity& entity, bool keys_from
   return ValidateEntityLimits(entity);
 }
 
+namespace {
+
+// A cheap hash of a property name (its length and its first and last eight
+// bytes, mixed): names are short, and the index above never relies on it
+// for more than speed.
+uint64_t NameHash(std::string_view s) {
+  uint64_t a = 0, b = 0;
+  if (s.size() >= 8) {
+    std::memcpy(&a, s.data(), 8);
+    std::memcpy(&b, s.data() + s.size() - 8, 8);
+  } else if (s.size() >= 4) {
+    uint32_t x, y;
+    std::memcpy(&x, s.data(), 4);
+    std::memcpy(&y, s.data() + s.size() - 4, 4);
+    a = x;
+    b = y;
+  } else {
+    for (char c : s) a = (a << 8) | static_cast<unsigned char>(c);
+  }
+  uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15ULL)) + s.size();
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
 std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body,
                                           Entity* entity) {
   FlatObject object;
   if (auto err = ParseFlatObject(body, &object)) return err;
   std::vector<Member>& members = object.members;
 
-  // Index members and annotations (by the name they annotate) by the hash
-  // of the name: sorting and searching integers, strings compared only
+  // Index members and annotations (by the name they annotate) by (hash of
+  // the name, name): sorting and searching integers, strings compared only
   // when hashes are equal (sorting the names themselves was a fifth of a
-  // batch entity's instructions). The same name twice is an error.
+  // batch entity's instructions). The hash is a cheap one (NameHash); names
+  // made to collide only cost string comparisons, still O(n log n) in all.
+  // The same name twice is an error.
   static constexpr std::string_view kTypeSuffix = "@odata.type";
   // Trivial (no member initialisers), so that the array below costs nothing.
   struct Named {
@@ -520,7 +549,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
   }
   // Values fill the index from the front, annotations from the back.
   size_t value_count = 0, annotation_start = n;
-  const std::hash<std::string_view> hasher;
+  const auto hasher = NameHash;
   for (size_t i = 0; i < n; ++i) {
     std::string_view name = members[i].name;
     if (name.size() > kTypeSuffix.size() && name.ends_with(kTypeSuffix)) {
@@ -532,24 +561,21 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
   }
   const std::span<Named> values(index, value_count);
   const std::span<Named> annotations(index + annotation_start, n - annotation_start);
-  auto by_hash = [](const Named& a, const Named& b) { return a.hash < b.hash; };
+  auto before = [](const Named& a, const Named& b) {
+    return a.hash != b.hash ? a.hash < b.hash : a.name() < b.name();
+  };
   for (std::span<Named> part : {values, annotations}) {
-    std::sort(part.begin(), part.end(), by_hash);
-    for (size_t i = 0; i < part.size(); ++i) {
-      for (size_t j = i + 1; j < part.size() && part[j].hash == part[i].hash; ++j) {
-        if (part[j].name() == part[i].name()) {
-          return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
-        }
+    std::sort(part.begin(), part.end(), before);
+    for (size_t i = 1; i < part.size(); ++i) {
+      if (part[i].hash == part[i - 1].hash && part[i].name() == part[i - 1].name()) {
+        return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
       }
     }
   }
   auto find = [&](std::span<const Named> part, std::string_view name) -> const size_t* {
-    const uint64_t h = hasher(name);
-    auto it = std::lower_bound(part.begin(), part.end(), h,
-                               [](const Named& a, uint64_t v) { return a.hash < v; });
-    for (; it != part.end() && it->hash == h; ++it) {
-      if (it->name() == name) return &it->member;
-    }
+    const Named key{hasher(name), name.data(), name.size(), 0};
+    auto it = std::lower_bound(part.begin(), part.end(), key, before);
+    if (it != part.end() && it->hash == key.hash && it->name() == name) return &it->member;
     return nullptr;
   };
   for (const Named& a : annotations) {
@@ -609,13 +635,17 @@ std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* tab
   return ErrorReply(AzureError::kPropertiesNeedValue);
 }
 
-std::string ETagFor(int64_t ticks) {
+void AppendETag(std::string* out, int64_t ticks) {
   // W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"
+  out->append("W/\"datetime'");
+  AppendETagDate(out, ticks);
+  out->append("'\"");
+}
+
+std::string ETagFor(int64_t ticks) {
   std::string out;
   out.reserve(48);
-  out.append("W/\"datetime'");
-  AppendETagDate(&out, ticks);
-  out.append("'\"");
+  AppendETag(&out, ticks);
   return out;
 }
 
@@ -634,21 +664,27 @@ std::optional<int64_t> ParseETag(std::string_view etag) {
   return ticks;
 }
 
-std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk) {
-  std::string out(table);
-  auto quoted = [&out](std::string_view v) {
-    out += '\'';
-    for (char c : v) {
-      if (c == '\'') out += '\'';
-      out += c;
+void AppendEntityPath(std::string* out, std::string_view table, std::string_view pk,
+                      std::string_view rk) {
+  auto quoted = [out](std::string_view v) {
+    out->push_back('\'');
+    for (size_t quote; (quote = v.find('\'')) != std::string_view::npos;) {
+      out->append(v.substr(0, quote + 1)).push_back('\'');
+      v.remove_prefix(quote + 1);
     }
-    out += '\'';
+    out->append(v).push_back('\'');
   };
-  out += "(PartitionKey=";
+  out->append(table).append("(PartitionKey=");
   quoted(pk);
-  out += ",RowKey=";
+  out->append(",RowKey=");
   quoted(rk);
-  out += ')';
+  out->push_back(')');
+}
+
+std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk) {
+  std::string out;
+  out.reserve(table.size() + pk.size() + rk.size() + 32);
+  AppendEntityPath(&out, table, pk, rk);
   return out;
 }
 

@@ -56,6 +56,8 @@ std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* tab
 
 // W/"datetime'2021-10-15T16%3A13%3A24.0914302Z'"
 std::string ETagFor(int64_t ticks);
+// Appends ETagFor(ticks) to *out.
+void AppendETag(std::string* out, int64_t ticks);
 // The ticks of a canonical ETag produced by ETagFor, or nullopt.
 std::optional<int64_t> ParseETag(std::string_view etag);
 
@@ -84,5 +86,8 @@ void AppendTableJson(std::string* out, std::string_view name, const JsonContext&
 
 // Key path "t(PartitionKey='a',RowKey='b')" with quotes doubled.
 std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk);
+// Appends EntityPath(table, pk, rk) to *out.
+void AppendEntityPath(std::string* out, std::string_view table, std::string_view pk,
+                      std::string_view rk);
 
 }  // namespace cerulean::server

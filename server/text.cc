@@ -297,13 +297,19 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   }
   if (data_len % 4 == 1) return std::nullopt;
   if (text.size() != data_len && text.size() % 4 != 0) return std::nullopt;
-  std::string padded(text.substr(0, data_len));
-  while (padded.size() % 4 != 0) padded += '=';
-  std::string out(padded.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(padded.data()),
-                          static_cast<int>(padded.size()));
-  if (n < 0) return std::nullopt;
+  // Whole quads straight from `text`; a short last quad padded on the stack.
+  const size_t whole = data_len / 4 * 4;
+  std::string out(whole / 4 * 3 + 3, '\0');
+  auto* dest = reinterpret_cast<unsigned char*>(out.data());
+  if (whole > 0 && EVP_DecodeBlock(dest, reinterpret_cast<const unsigned char*>(text.data()),
+                                   static_cast<int>(whole)) < 0) {
+    return std::nullopt;
+  }
+  if (data_len > whole) {
+    unsigned char last[4] = {'=', '=', '=', '='};
+    std::memcpy(last, text.data() + whole, data_len - whole);
+    if (EVP_DecodeBlock(dest + whole / 4 * 3, last, 4) < 0) return std::nullopt;
+  }
   out.resize(data_len * 3 / 4);
   return out;
 }

@@ -119,6 +119,12 @@ class Stmt {
     Check(
         sqlite3_bind_blob64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_TRANSIENT));
   }
+  // As BindBlob without the copy: `v`'s bytes must stay unchanged until
+  // this Stmt is destroyed (declare their owner before the Stmt).
+  void BindBlobNoCopy(int i, std::string_view v) {
+    static const char kEmpty = 0;
+    Check(sqlite3_bind_blob64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_STATIC));
+  }
   void BindText(int i, std::string_view v) {
     static const char kEmpty = 0;
     Check(sqlite3_bind_text64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_TRANSIENT,
@@ -160,7 +166,13 @@ class Stmt {
 struct SqliteStore::Connection {
   SqliteStore* store = nullptr;  // owner; its counters outlive this
   sqlite3* db = nullptr;
-  std::unordered_map<std::string, sqlite3_stmt*> cache;
+  // Transparent, so that looking a statement up by a literal's view copies
+  // nothing.
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
+  };
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache;
 
   ~Connection() {
     for (auto& [sql, stmt] : cache) sqlite3_finalize(stmt);
@@ -190,21 +202,36 @@ struct SqliteStore::Connection {
   }
 
   // The cached statement for `sql`, prepared on first use.
-  Status Prepare(const std::string& sql, Stmt* out) {
+  Status Prepare(std::string_view sql, Stmt* out) {
+    sqlite3_stmt* stmt = nullptr;
+    Status s = Lookup(sql, &stmt);
+    if (!s.ok()) return s;
+    Use(stmt, out);
+    return Status::Ok();
+  }
+
+  // The cached statement for `sql`, prepared on first use, for Use() (a
+  // loop running one statement many times looks it up once).
+  Status Lookup(std::string_view sql, sqlite3_stmt** out) {
     auto it = cache.find(sql);
     if (it == cache.end()) {
       sqlite3_stmt* stmt = nullptr;
-      int rc = sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size() + 1),
+      int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
                                   SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
       if (rc != SQLITE_OK) return SqlStatus(db, rc, "prepare");
       it = cache.emplace(sql, stmt).first;
       store->statements_prepared_.fetch_add(1, std::memory_order_relaxed);
     }
-    // A statement is never used twice at once on one connection.
-    assert(!sqlite3_stmt_busy(it->second));
-    store->statements_run_.fetch_add(1, std::memory_order_relaxed);
-    out->Attach(it->second, &store->vm_steps_);
+    *out = it->second;
     return Status::Ok();
+  }
+
+  // Attaches `stmt` (from Lookup) to `*out` for one run.
+  void Use(sqlite3_stmt* stmt, Stmt* out) {
+    // A statement is never used twice at once on one connection.
+    assert(!sqlite3_stmt_busy(stmt));
+    store->statements_run_.fetch_add(1, std::memory_order_relaxed);
+    out->Attach(stmt, &store->vm_steps_);
   }
 
   // Runs `sql` to completion, ignoring rows.
@@ -905,6 +932,21 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
   std::vector<Planned> planned(ops.size());
   std::string props_blob;
   std::vector<Property> props;
+  sqlite3_stmt* get_stmt = nullptr;
+  sqlite3_stmt* delete_stmt = nullptr;
+  sqlite3_stmt* write_stmt = nullptr;
+  s = w->Lookup("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
+                &get_stmt);
+  if (s.ok()) {
+    s = w->Lookup("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &delete_stmt);
+  }
+  if (s.ok()) {
+    s = w->Lookup(
+        "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
+        &write_stmt);
+  }
+  if (!s.ok()) return s;
   for (size_t i = 0; i < ops.size(); ++i) {
     const WriteOp& op = ops[i];
     Planned& plan = planned[i];
@@ -920,12 +962,10 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
     int64_t prev_ts = 0;
     {
       Stmt get;
-      s = w->Prepare("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
-                     &get);
-      if (!s.ok()) return s;
+      w->Use(get_stmt, &get);
       get.BindInt64(1, id);
-      get.BindBlob(2, plan.pk);
-      get.BindBlob(3, plan.rk);
+      get.BindBlobNoCopy(2, plan.pk);
+      get.BindBlobNoCopy(3, plan.rk);
       int rc = get.Step();
       if (rc == SQLITE_ROW) {
         exists = true;
@@ -969,22 +1009,17 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
     const Planned& plan = planned[i];
     Stmt stmt;
     if (plan.remove) {
-      s = w->Prepare("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &stmt);
-      if (!s.ok()) return s;
+      w->Use(delete_stmt, &stmt);
       stmt.BindInt64(1, id);
-      stmt.BindBlob(2, plan.pk);
-      stmt.BindBlob(3, plan.rk);
+      stmt.BindBlobNoCopy(2, plan.pk);
+      stmt.BindBlobNoCopy(3, plan.rk);
     } else {
-      s = w->Prepare(
-          "INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5) "
-          "ON CONFLICT(table_id, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props",
-          &stmt);
-      if (!s.ok()) return s;
+      w->Use(write_stmt, &stmt);
       stmt.BindInt64(1, id);
-      stmt.BindBlob(2, plan.pk);
-      stmt.BindBlob(3, plan.rk);
+      stmt.BindBlobNoCopy(2, plan.pk);
+      stmt.BindBlobNoCopy(3, plan.rk);
       stmt.BindInt64(4, plan.ts);
-      stmt.BindBlob(5, plan.props);
+      stmt.BindBlobNoCopy(5, plan.props);
       last_timestamp_ = std::max(last_timestamp_, plan.ts);
     }
     int rc = stmt.Step();

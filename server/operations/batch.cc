@@ -23,17 +23,24 @@ constexpr size_t kMaxBatchOperations = 100;
 struct BatchOp {
   Operation op = Operation::kInsertEntity;
   ResourcePath path;
-  std::string base;  // base URL of the inner request, for Location
   Metadata format = Metadata::kMinimal;
   bool atom = false;  // answer in Atom (format unused)
   bool json_errors = true;
-  std::string prefer;
+  std::string_view prefer;  // the part's Prefer header, or empty
   storage::WriteOp write;
+
+  // The base URL of the inner request, for Location.
+  std::string_view base() const { return base_owned.empty() ? base_view : base_owned; }
+  // A view of the inner URL or of the request's base, or (rarely) a string
+  // of its own.
+  std::string_view base_view;
+  std::string base_owned;
 };
 
-// A change set after parsing: its parts and operations.
+// A change set after parsing: its parts (views into the request body) and
+// operations.
 struct ChangeSet {
-  std::vector<BatchPart> parts;
+  ParsedBatch batch;
   std::vector<BatchOp> ops;
 };
 
@@ -43,14 +50,29 @@ struct BatchFailure {
   ErrorReply error;
 };
 
-// Splits an inner URL into its base and the decoded resource part.
-std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view url,
-                                          std::string* base, ResourcePath* path) {
+// True iff the (percent-encoded) path segment `segment` names `account` or
+// its secondary ("<account>-secondary"), ASCII case-insensitive.
+bool NamesAccount(std::string_view segment, std::string_view account) {
+  std::optional<std::string> decoded;
+  if (segment.find('%') != std::string_view::npos) {
+    decoded = PercentDecode(segment);
+    if (!decoded) return false;
+    segment = *decoded;
+  }
+  static constexpr std::string_view kSecondary = "-secondary";
+  return IEquals(segment, account) ||
+         (segment.size() == account.size() + kSecondary.size() &&
+          IEquals(segment.substr(0, account.size()), account) &&
+          IEquals(segment.substr(account.size()), kSecondary));
+}
+
+// Splits an inner URL into its base (op->base()) and the decoded resource
+// part (op->path). The base may be a view of `url` or of req.base.
+std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view url, BatchOp* op) {
   const ErrorReply invalid(AzureError::kInvalidInput);
-  std::string_view encoded_path;
-  std::string scheme_host;
+  const bool absolute = !url.starts_with("/");
   boost::urls::url_view view;
-  if (url.starts_with("/")) {
+  if (!absolute) {
     auto parsed = boost::urls::parse_origin_form(url);
     if (!parsed) return invalid;
     view = *parsed;
@@ -58,27 +80,46 @@ std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view u
     auto parsed = boost::urls::parse_absolute_uri(url);
     if (!parsed) return invalid;
     view = *parsed;
-    scheme_host = std::string(view.scheme()) + "://" + std::string(view.encoded_host_and_port());
   }
-  encoded_path = std::string_view(view.encoded_path().data(), view.encoded_path().size());
+  const std::string_view encoded_path(view.encoded_path().data(), view.encoded_path().size());
   // Path-style: drop the account segment when it names this account.
   std::string_view rest = encoded_path;
   if (rest.starts_with("/")) rest.remove_prefix(1);
   size_t slash = rest.find('/');
   std::string_view first = rest.substr(0, slash);
-  auto first_decoded = PercentDecode(first);
   std::string_view resource = encoded_path;
-  std::string prefix;
-  if (first_decoded && slash != std::string_view::npos &&
-      (IEquals(*first_decoded, req.account) ||
-       IEquals(*first_decoded, req.account + "-secondary"))) {
+  size_t prefix_size = 0;  // "/" + first, when it names the account
+  if (slash != std::string_view::npos && NamesAccount(first, req.account)) {
     resource = rest.substr(slash);
-    prefix = "/" + std::string(first);
+    prefix_size = 1 + first.size();
   }
-  *base = scheme_host.empty() ? req.base : scheme_host + prefix;
+  op->base_owned.clear();
+  if (!absolute) {
+    op->base_view = req.base;
+  } else {
+    // The base is scheme "://" host-and-port, then the account segment: the
+    // URL's own beginning unless it has user information.
+    const std::string_view scheme(view.scheme().data(), view.scheme().size());
+    const std::string_view host_port(view.encoded_host_and_port().data(),
+                                     view.encoded_host_and_port().size());
+    const size_t path_offset = static_cast<size_t>(encoded_path.data() - url.data());
+    if (!view.has_userinfo() && path_offset == scheme.size() + 3 + host_port.size()) {
+      op->base_view = url.substr(0, path_offset + prefix_size);
+    } else {
+      op->base_owned.append(scheme).append("://").append(host_port);
+      op->base_owned.append(encoded_path.substr(0, prefix_size));
+      op->base_view = {};
+    }
+  }
   auto decoded = PercentDecode(resource);
   if (!decoded) return invalid;
-  return ParseResourcePath(*decoded, path);
+  return ParseResourcePath(*decoded, &op->path);
+}
+
+// The headers every sub-response starts with (CommonSubHeaders, written).
+void AddCommonSubHeaders(BatchResponseWriter* writer) {
+  writer->AddHeader("X-Content-Type-Options", "nosniff");
+  writer->AddHeader("Cache-Control", "no-cache");
 }
 
 std::vector<std::pair<std::string_view, std::string>> CommonSubHeaders() {
@@ -116,12 +157,20 @@ BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const Batch
 void AppendEntityBody(std::string* out, const storage::Entity& entity, const Request& req,
                       const BatchOp& op) {
   if (op.atom) {
-    AppendEntityAtom(out, entity, MakeAtomContext(op.base, req.account, op.path.table), true,
+    AppendEntityAtom(out, entity, MakeAtomContext(op.base(), req.account, op.path.table), true,
                      nullptr);
   } else {
-    AppendEntityJson(out, entity, JsonContext{op.base, req.account, op.path.table, op.format}, true,
-                     nullptr);
+    AppendEntityJson(out, entity, JsonContext{op.base(), req.account, op.path.table, op.format},
+                     true, nullptr);
   }
+}
+
+HttpResponse MultipartResponse(const Request& req, BatchResponseWriter* writer) {
+  HttpResponse res = MakeResponse(req, http::status::accepted);
+  std::string content_type;
+  res.body() = writer->Finish(&content_type);
+  res.set(http::field::content_type, content_type);
+  return res;
 }
 
 HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubResponse>& subs,
@@ -143,7 +192,7 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
         NegotiateFormat("", accept.value_or(""), req.version, &op.format, &op.atom) == std::nullopt;
     op.json_errors = ok && !op.atom;
   }
-  if (auto err = ResolveInnerUrl(req, part.url, &op.base, &op.path);
+  if (auto err = ResolveInnerUrl(req, part.url, &op);
       err || op.path.kind != ResourceKind::kEntity) {
     return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
   }
@@ -216,12 +265,12 @@ std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart
     op->json_errors = false;
     op->atom = req.version < kFirstAtomlessVersion;
   }
-  op->prefer = std::string(part.Header("Prefer").value_or(""));
-  if (auto err = ResolveInnerUrl(req, part.url, &op->base, &op->path)) return err;
-  std::string method = part.method;
+  op->prefer = part.Header("Prefer").value_or("");
+  if (auto err = ResolveInnerUrl(req, part.url, op)) return err;
+  std::string_view method = part.method;
   if (auto tunnel = part.Header("X-HTTP-Method")) {
     if (method != "POST") return ErrorReply(AzureError::kXMethodNotUsingPost);
-    method = std::string(Trim(*tunnel));
+    method = Trim(*tunnel);
     if (method != "MERGE" && method != "PUT" && method != "DELETE" && method != "PATCH") {
       return ErrorReply(AzureError::kXMethodIncorrectValue);
     }
@@ -249,7 +298,7 @@ std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart
 // The multipart response to a change set the store has applied or refused.
 HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
                              const storage::ApplyOutcome& outcome) {
-  const std::vector<BatchPart>& parts = set.parts;
+  const std::vector<BatchPart>& parts = set.batch.parts;
   const std::vector<BatchOp>& ops = set.ops;
   const std::vector<storage::WriteOp>& writes = outcome.ops;
   const storage::Status& s = outcome.status;
@@ -262,43 +311,46 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
         req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
   }
 
-  std::vector<BatchSubResponse> subs;
-  subs.reserve(ops.size());
+  // Written straight into the response body: about 300 bytes of headers per
+  // operation, plus any entity bodies.
+  BatchResponseWriter writer(true, 512 + ops.size() * 320);
+  std::string location;
+  std::string etag;
   for (size_t i = 0; i < ops.size(); ++i) {
     const BatchOp& op = ops[i];
     const storage::Entity& e = writes[i].entity;
-    int64_t ts = outcome.result.timestamps[i];
-    BatchSubResponse sub;
-    sub.content_id = parts[i].content_id;
-    sub.headers = CommonSubHeaders();
+    const int64_t ts = outcome.result.timestamps[i];
+    etag.clear();
+    if (op.op != Operation::kDeleteEntity) AppendETag(&etag, ts);
     if (op.op == Operation::kInsertEntity) {
-      std::string location = op.base + "/" + EntityPath(op.path.table, e.partition_key, e.row_key);
-      bool no_content = op.prefer == "return-no-content";
-      sub.status = no_content ? 204 : 201;
+      const bool no_content = op.prefer == "return-no-content";
+      writer.BeginPart(no_content ? 204 : 201, parts[i].content_id);
+      AddCommonSubHeaders(&writer);
       if (!op.prefer.empty() && (no_content || op.prefer == "return-content")) {
-        sub.headers.emplace_back("Preference-Applied", op.prefer);
+        writer.AddHeader("Preference-Applied", op.prefer);
       }
-      sub.headers.emplace_back("DataServiceVersion", "3.0;");
+      writer.AddHeader("DataServiceVersion", "3.0;");
       if (!no_content) {
-        sub.headers.emplace_back(
-            "Content-Type", std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+        writer.AddHeader("Content-Type", op.atom ? kAtomContentType : JsonContentType(op.format));
       }
-      sub.headers.emplace_back("Location", location);
-      sub.headers.emplace_back("DataServiceId", std::move(location));
-      sub.headers.emplace_back("ETag", ETagFor(ts));
+      location.assign(op.base()).push_back('/');
+      AppendEntityPath(&location, op.path.table, e.partition_key, e.row_key);
+      writer.AddHeader("Location", location);
+      writer.AddHeader("DataServiceId", location);
+      writer.AddHeader("ETag", etag);
       if (!no_content) {
         storage::Entity stored = e;
         stored.timestamp = ts;
-        AppendEntityBody(&sub.body, stored, req, op);
+        AppendEntityBody(writer.Body(), stored, req, op);
       }
     } else {
-      sub.status = 204;
-      sub.headers.emplace_back("DataServiceVersion", "1.0;");
-      if (op.op != Operation::kDeleteEntity) sub.headers.emplace_back("ETag", ETagFor(ts));
+      writer.BeginPart(204, parts[i].content_id);
+      AddCommonSubHeaders(&writer);
+      writer.AddHeader("DataServiceVersion", "1.0;");
+      if (op.op != Operation::kDeleteEntity) writer.AddHeader("ETag", etag);
     }
-    subs.push_back(std::move(sub));
   }
-  return MultipartResponse(req, subs, true);
+  return MultipartResponse(req, &writer);
 }
 
 }  // namespace
@@ -311,8 +363,8 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
   // The parts and operations outlive this call: the answer needs them once
   // the store has applied the change set.
   auto state = std::make_shared<ChangeSet>();
-  state->parts = std::move(parsed->parts);
-  const std::vector<BatchPart>& parts = state->parts;
+  state->batch = std::move(*parsed);
+  const std::vector<BatchPart>& parts = state->batch.parts;
   if (parts.empty()) {
     BatchSubResponse sub;
     sub.status = 400;
