@@ -922,7 +922,9 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
 
   // Phase 1: read every addressed row and decide each op's outcome, so that
   // a refused Apply writes nothing (ops address distinct keys, so no op's
-  // write can change another's check). No savepoint is needed per Apply.
+  // write can change another's check). Inserts are the exception: they read
+  // nothing (the row must not exist), and find an existing row when they
+  // write it (phase 2).
   struct Planned {
     std::string pk, rk;
     bool remove = false;
@@ -934,11 +936,16 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
   std::vector<Property> props;
   sqlite3_stmt* get_stmt = nullptr;
   sqlite3_stmt* delete_stmt = nullptr;
+  sqlite3_stmt* insert_stmt = nullptr;
   sqlite3_stmt* write_stmt = nullptr;
   s = w->Lookup("SELECT ts, props FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3",
                 &get_stmt);
   if (s.ok()) {
     s = w->Lookup("DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", &delete_stmt);
+  }
+  if (s.ok()) {
+    s = w->Lookup("INSERT INTO entities(table_id, pk, rk, ts, props) VALUES (?1, ?2, ?3, ?4, ?5)",
+                  &insert_stmt);
   }
   if (s.ok()) {
     s = w->Lookup(
@@ -947,40 +954,67 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
         &write_stmt);
   }
   if (!s.ok()) return s;
+  // Reads the row of `plan` into *exists, *prev_ts and props_blob.
+  auto read = [&](const Planned& plan, bool* exists, int64_t* prev_ts) -> Status {
+    Stmt get;
+    w->Use(get_stmt, &get);
+    get.BindInt64(1, id);
+    get.BindBlobNoCopy(2, plan.pk);
+    get.BindBlobNoCopy(3, plan.rk);
+    int rc = get.Step();
+    *exists = rc == SQLITE_ROW;
+    if (*exists) {
+      *prev_ts = get.ColumnInt64(0);
+      props_blob.assign(get.ColumnBlob(1));
+    } else if (rc != SQLITE_DONE) {
+      return SqlStatus(w->db, rc, "read entity");
+    }
+    return Status::Ok();
+  };
+  // A refusal of op `i` found in phase 1. An insert before it whose row
+  // exists comes first, as if every op had been checked in order.
+  auto refuse = [&](size_t i, Status refusal) -> Status {
+    for (size_t j = 0; j < i; ++j) {
+      if (ops[j].kind != WriteKind::kInsert) continue;
+      bool exists = false;
+      int64_t prev_ts = 0;
+      Status r = read(planned[j], &exists, &prev_ts);
+      if (!r.ok()) return r;
+      if (exists) {
+        p->failed = j;
+        return Status::AlreadyExists();
+      }
+    }
+    p->failed = i;
+    return refusal;
+  };
+  size_t inserts = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const WriteOp& op = ops[i];
     Planned& plan = planned[i];
     p->failed = i;
     const Entity& e = op.entity;
     if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
-      return Status::InvalidArgument("InvalidKey");
+      return refuse(i, Status::InvalidArgument("InvalidKey"));
     }
     plan.pk = EncodeKey(e.partition_key);
     plan.rk = EncodeKey(e.row_key);
 
     bool exists = false;
     int64_t prev_ts = 0;
-    {
-      Stmt get;
-      w->Use(get_stmt, &get);
-      get.BindInt64(1, id);
-      get.BindBlobNoCopy(2, plan.pk);
-      get.BindBlobNoCopy(3, plan.rk);
-      int rc = get.Step();
-      if (rc == SQLITE_ROW) {
-        exists = true;
-        prev_ts = get.ColumnInt64(0);
-        props_blob.assign(get.ColumnBlob(1));
-      } else if (rc != SQLITE_DONE) {
-        return SqlStatus(w->db, rc, "read entity");
-      }
+    if (op.kind == WriteKind::kInsert) {
+      ++inserts;
+    } else {
+      s = read(plan, &exists, &prev_ts);
+      if (!s.ok()) return s;
     }
 
     bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
                        op.kind == WriteKind::kDelete;
-    if (op.kind == WriteKind::kInsert && exists) return Status::AlreadyExists();
-    if (conditional && !exists) return Status::NotFound();
-    if (conditional && op.if_match && *op.if_match != prev_ts) return Status::ConditionFailed();
+    if (conditional && !exists) return refuse(i, Status::NotFound());
+    if (conditional && op.if_match && *op.if_match != prev_ts) {
+      return refuse(i, Status::ConditionFailed());
+    }
 
     if (op.kind == WriteKind::kDelete) {
       plan.remove = true;
@@ -995,18 +1029,26 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
       final_props = &props;
     }
     if (final_props->size() > kMaxCustomProperties) {
-      return Status::InvalidArgument("TooManyProperties");
+      return refuse(i, Status::InvalidArgument("TooManyProperties"));
     }
     plan.ts = exists ? std::max(base, prev_ts + 1) : base;
     EncodeProperties(*final_props, &plan.props);
   }
 
-  // Phase 2: write. A failure here is SQLite's own (I/O, disk full): the
-  // caller abandons the whole transaction.
+  // Phase 2: write. An insert may still be refused (its row exists): with
+  // other ops before it, a savepoint undoes them, so that a refused Apply
+  // leaves the transaction as it found it. Any other failure here is
+  // SQLite's own (I/O, disk full): the caller abandons the whole transaction.
   p->failed = 0;
+  const bool savepoint = inserts > 0 && ops.size() > 1;
+  if (savepoint) {
+    s = w->Exec("SAVEPOINT apply");
+    if (!s.ok()) return s;
+  }
   *wrote = true;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Planned& plan = planned[i];
+    const bool insert = ops[i].kind == WriteKind::kInsert;
     Stmt stmt;
     if (plan.remove) {
       w->Use(delete_stmt, &stmt);
@@ -1014,17 +1056,35 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, bool* wrote) {
       stmt.BindBlobNoCopy(2, plan.pk);
       stmt.BindBlobNoCopy(3, plan.rk);
     } else {
-      w->Use(write_stmt, &stmt);
+      w->Use(insert ? insert_stmt : write_stmt, &stmt);
       stmt.BindInt64(1, id);
       stmt.BindBlobNoCopy(2, plan.pk);
       stmt.BindBlobNoCopy(3, plan.rk);
       stmt.BindInt64(4, plan.ts);
       stmt.BindBlobNoCopy(5, plan.props);
-      last_timestamp_ = std::max(last_timestamp_, plan.ts);
     }
     int rc = stmt.Step();
+    if (insert && rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      // The statement undid itself; the savepoint undoes the ops before it.
+      if (savepoint) {
+        s = w->Exec("ROLLBACK TO apply");
+        if (s.ok()) s = w->Exec("RELEASE apply");
+        if (!s.ok()) return s;
+      }
+      *wrote = false;
+      p->timestamps.clear();
+      p->failed = i;
+      return Status::AlreadyExists();
+    }
     if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "write entity");
     p->timestamps.push_back(plan.remove ? 0 : plan.ts);
+  }
+  if (savepoint) {
+    s = w->Exec("RELEASE apply");
+    if (!s.ok()) return s;
+  }
+  for (const Planned& plan : planned) {
+    if (!plan.remove) last_timestamp_ = std::max(last_timestamp_, plan.ts);
   }
   return Status::Ok();
 }

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -435,6 +436,25 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend) {
     CAPTURE(static_cast<int>(code));
     CHECK(store->Apply("acct", "t", ops, &res, &err).code() == code);
     CHECK(err.index == prefix.size());
+    CHECK(ScanAll(*store, "t", {}) == snapshot);
+  }
+
+  // Inserts find an existing row only as they write it; the refusal
+  // reported is still the first in op order, and nothing stays written.
+  const std::vector<std::tuple<std::vector<WriteOp>, StatusCode, size_t>> orders = {
+      {{Insert("p", "n1"), Insert("p", "c"), Insert("p", "n2")}, StatusCode::kAlreadyExists, 1},
+      {{Insert("p", "c"), Op(WriteKind::kUpdate, "p", "nope", {})}, StatusCode::kAlreadyExists, 0},
+      {{Insert("p", "n1"), Insert("p", "c"), Op(WriteKind::kDelete, "p", "nope", {})},
+       StatusCode::kAlreadyExists,
+       1},
+      {{Insert("p", "n1"), Op(WriteKind::kUpdate, "p", "nope", {})}, StatusCode::kNotFound, 1},
+      {{Insert("p", "c")}, StatusCode::kAlreadyExists, 0},
+  };
+  for (const auto& [ops, code, index] : orders) {
+    CAPTURE(static_cast<int>(code));
+    CAPTURE(index);
+    CHECK(store->Apply("acct", "t", ops, &res, &err).code() == code);
+    CHECK(err.index == index);
     CHECK(ScanAll(*store, "t", {}) == snapshot);
   }
 }
