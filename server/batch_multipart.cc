@@ -54,6 +54,7 @@ char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 
 
 bool AsciiIEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
+  if (a == b) return true;  // the usual case: header names as the SDKs write them
   for (size_t i = 0; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
@@ -404,16 +405,16 @@ class BatchParser {
     while (true) {
       while (!rest.empty() && IsBlank(rest.front())) rest.remove_prefix(1);
       if (rest.empty()) break;
-      size_t end = 0;
-      while (end < rest.size() && !IsBlank(rest[end])) ++end;
+      const size_t end = std::min(rest.find(' '), rest.find('\t'));
       if (count == 3) return Error("invalid request line in batch part", line);
       tokens[count++] = rest.substr(0, end);
-      rest.remove_prefix(end);
+      rest.remove_prefix(std::min(end, rest.size()));
     }
     if (count != 3) return Error("invalid request line in batch part", line);
     if (!IsToken(tokens[0])) return Error("invalid method in batch part", tokens[0]);
-    for (char c : tokens[1]) {
-      if (IsControl(c)) return Error("invalid request target in batch part", tokens[1]);
+    // Control characters other than HT (which ends a token) are refused.
+    if (HasControlChar(tokens[1])) {
+      return Error("invalid request target in batch part", tokens[1]);
     }
     if (tokens[2] != "HTTP/1.1" && tokens[2] != "HTTP/1.0") {
       return Error("expected HTTP/1.1 in batch part request line", tokens[2]);
@@ -504,6 +505,8 @@ void BatchResponseWriter::AddHeader(std::string_view name, std::string_view valu
   }
   out_.append("\r\n");
 }
+
+void BatchResponseWriter::AddFixedHeaders(std::string_view lines) { out_.append(lines); }
 
 std::string* BatchResponseWriter::Body() {
   if (in_headers_) out_.append("\r\n");

@@ -120,6 +120,9 @@ class BatchResponseWriter {
   // Writes one header of the current sub-response. CR and LF in `name` and
   // `value` are written as spaces.
   void AddHeader(std::string_view name, std::string_view value);
+  // Writes `lines` verbatim: complete "Name: value\r\n" header lines that
+  // the caller wrote itself (fixed text), so that nothing needs checking.
+  void AddFixedHeaders(std::string_view lines);
   // Ends the current sub-response's headers; its body is what the caller
   // appends to the returned string before the next BeginPart or Finish.
   std::string* Body();

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -214,7 +215,16 @@ std::optional<ErrorReply> ParseFlatObject(std::string_view body, FlatObject* out
 bool IsNameStart(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80;
 }
-bool IsNameChar(unsigned char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
+// IsNameStart or a digit, as a table (every byte of every name is checked).
+constexpr std::array<bool, 256> kNameChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80 ||
+           (c >= '0' && c <= '9');
+  }
+  return t;
+}();
+bool IsNameChar(unsigned char c) { return kNameChars[c]; }
 
 // Parses a decimal integer string strictly (optional '-', digits).
 template <typename T>
@@ -615,9 +625,10 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
     }
     if (auto err = ValidatePropertyName(name)) return err;
     if (m.kind == Member::Kind::kNull) continue;  // null: not stored
-    Value v;
-    if (auto err = ConvertValue(m, type, &v)) return err;
-    entity->properties.push_back({std::string(m.name), std::move(v)});
+    // Converted in place (no temporary Property to move and destroy).
+    storage::Property& p = entity->properties.emplace_back();
+    if (auto err = ConvertValue(m, type, &p.value)) return err;
+    p.name.assign(m.name);
   }
   return CheckParsedEntity(*entity, keys_from_body, have_pk && have_rk);
 }

@@ -64,7 +64,7 @@ class HttpSession {
   void DoDrain();
   void OnDrain(boost::beast::error_code ec, std::size_t bytes);
 
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<RequestBody>> parser_;
   HttpRequest request_;  // the request being answered
   std::string wire_;     // the response's bytes while they are written
   // A connection keeps a wire buffer up to this size between requests.

@@ -116,11 +116,9 @@ std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view u
   return ParseResourcePath(*decoded, &op->path);
 }
 
-// The headers every sub-response starts with (CommonSubHeaders, written).
-void AddCommonSubHeaders(BatchResponseWriter* writer) {
-  writer->AddHeader("X-Content-Type-Options", "nosniff");
-  writer->AddHeader("Cache-Control", "no-cache");
-}
+// The headers every sub-response starts with (CommonSubHeaders, as lines).
+constexpr std::string_view kCommonSubHeaderLines =
+    "X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n";
 
 std::vector<std::pair<std::string_view, std::string>> CommonSubHeaders() {
   std::vector<std::pair<std::string_view, std::string>> headers;
@@ -254,12 +252,28 @@ class RowKeySet {
   std::array<Slot, kSlots> slots_{};
 };
 
+// The format negotiated for the last Accept value seen in a change set
+// (the SDKs send the same one with every operation).
+struct AcceptMemo {
+  std::optional<std::string_view> accept;
+  Metadata format = Metadata::kMinimal;
+  bool atom = false;
+  bool json_errors = true;
+};
+
 // Parses change set part `i` into `op`.
 std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part,
-                                             BatchOp* op) {
+                                             BatchOp* op, AcceptMemo* memo) {
   if (auto accept = part.Header("Accept")) {
-    bool ok = NegotiateFormat("", *accept, req.version, &op->format, &op->atom) == std::nullopt;
-    op->json_errors = ok && !op->atom;
+    if (memo->accept != accept) {
+      bool ok = NegotiateFormat("", *accept, req.version, &memo->format, &memo->atom) ==
+                std::nullopt;
+      memo->json_errors = ok && !memo->atom;
+      memo->accept = accept;
+    }
+    op->format = memo->format;
+    op->atom = memo->atom;
+    op->json_errors = memo->json_errors;
   } else {
     // No Accept: XML errors; Atom bodies where the version still has them.
     op->json_errors = false;
@@ -311,9 +325,9 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
         req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
   }
 
-  // Written straight into the response body: about 300 bytes of headers per
-  // operation, plus any entity bodies.
-  BatchResponseWriter writer(true, 512 + ops.size() * 320);
+  // Written straight into the response body: about 500 bytes of framing and
+  // headers per operation, plus any entity bodies.
+  BatchResponseWriter writer(true, 512 + ops.size() * 640);
   std::string location;
   std::string etag;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -325,11 +339,13 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
     if (op.op == Operation::kInsertEntity) {
       const bool no_content = op.prefer == "return-no-content";
       writer.BeginPart(no_content ? 204 : 201, parts[i].content_id);
-      AddCommonSubHeaders(&writer);
-      if (!op.prefer.empty() && (no_content || op.prefer == "return-content")) {
-        writer.AddHeader("Preference-Applied", op.prefer);
+      writer.AddFixedHeaders(kCommonSubHeaderLines);
+      if (no_content) {
+        writer.AddFixedHeaders("Preference-Applied: return-no-content\r\n");
+      } else if (op.prefer == "return-content") {
+        writer.AddFixedHeaders("Preference-Applied: return-content\r\n");
       }
-      writer.AddHeader("DataServiceVersion", "3.0;");
+      writer.AddFixedHeaders("DataServiceVersion: 3.0;\r\n");
       if (!no_content) {
         writer.AddHeader("Content-Type", op.atom ? kAtomContentType : JsonContentType(op.format));
       }
@@ -345,8 +361,8 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
       }
     } else {
       writer.BeginPart(204, parts[i].content_id);
-      AddCommonSubHeaders(&writer);
-      writer.AddHeader("DataServiceVersion", "1.0;");
+      writer.AddFixedHeaders(kCommonSubHeaderLines);
+      writer.AddFixedHeaders("DataServiceVersion: 1.0;\r\n");
       if (op.op != Operation::kDeleteEntity) writer.AddHeader("ETag", etag);
     }
   }
@@ -385,9 +401,10 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
                    "The batch request operation exceeds the maximum 100 changes per change set.")};
   }
   RowKeySet row_keys;
+  AcceptMemo accept_memo;
   for (size_t i = 0; i < ops.size() && !failure; ++i) {
     BatchOp& op = ops[i];
-    if (auto err = ParseChangesetPart(req, parts[i], &op)) {
+    if (auto err = ParseChangesetPart(req, parts[i], &op, &accept_memo)) {
       failure = BatchFailure{i, *err};
       break;
     }
@@ -408,7 +425,10 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
     size_t i = failure->index;
     // A changeset refused for its size was not parsed: its first operation
     // still names the table.
-    if (ops[0].path.table.empty()) static_cast<void>(ParseChangesetPart(req, parts[0], &ops[0]));
+    if (ops[0].path.table.empty()) {
+      AcceptMemo first;
+      static_cast<void>(ParseChangesetPart(req, parts[0], &ops[0], &first));
+    }
     const BatchOp* op = i < ops.size() ? &ops[i] : nullptr;
     // An operation may be invalid in a table that does not exist: the table
     // error wins, as for single operations.
