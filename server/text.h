@@ -54,6 +54,18 @@ bool SecureEquals(std::string_view a, std::string_view b);
 bool SplitPlainOriginForm(std::string_view target, std::string_view* path,
                           std::vector<std::pair<std::string_view, std::string_view>>* params);
 
+// The common shape of an absolute URL, split without a URL library:
+// "scheme://host[:port]/path" where the scheme is a letter then letters,
+// digits, '+', '-' or '.', the host letters, digits, '-' and '.', the port
+// one or more digits, and the path as for SplitPlainOriginForm (no query,
+// no fragment, no user information). Sets the scheme, "host[:port]" and
+// the encoded path (starting with '/') and returns true; returns false for
+// every other URL (the caller falls back to Boost.URL). Agrees with
+// Boost.URL's parse_absolute_uri on every URL it accepts (differential test
+// in text_test.cc).
+bool SplitPlainAbsoluteUrl(std::string_view url, std::string_view* scheme,
+                           std::string_view* host_port, std::string_view* path);
+
 // Percent-decodes `s` ('+' stays '+' unless plus_as_space). nullopt on a
 // malformed escape.
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space = false);

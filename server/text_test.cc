@@ -85,6 +85,49 @@ TEST_CASE("SplitPlainOriginForm agrees with Boost.URL on every target it accepts
   CHECK(accepted < 45000);
 }
 
+TEST_CASE("SplitPlainAbsoluteUrl agrees with Boost.URL on every URL it accepts") {
+  const std::vector<std::string> schemes = {"http", "https", "HTTP", "h2+x-y.z", "1http",
+                                            "",     "ht tp", "ht%74p"};
+  const std::vector<std::string> authorities = {
+      "127.0.0.1:10002", "acct.table.core.windows.net", "localhost", "host:", "host:12a",
+      "user@host",       "[::1]:10002",                  "",          "h%41st", "a_b",
+      "x:1:2",           "h-1.example"};
+  const std::vector<std::string> pieces = {"/",      "/",   "devstoreaccount1", "t",   "(",
+                                           ")",      "'",   "%27",              "%2",  "%zz",
+                                           "?",      "#",   "=",                "&",   " ",
+                                           "[",      "@",   ":",                "$",   "\xc3\xa9",
+                                           "%24batch", "~", "\\",              "\"", "PartitionKey="};
+  std::mt19937 rng(5);
+  int accepted = 0;
+  for (int round = 0; round < 50000; ++round) {
+    std::string url = schemes[rng() % schemes.size()];
+    url += rng() % 10 == 0 ? ":/" : "://";
+    url += authorities[rng() % authorities.size()];
+    if (rng() % 5 != 0) url += "/";
+    int n = static_cast<int>(rng() % 8);
+    for (int k = 0; k < n; ++k) url += pieces[rng() % pieces.size()];
+    std::string_view scheme, host_port, path;
+    if (!SplitPlainAbsoluteUrl(url, &scheme, &host_port, &path)) continue;
+    ++accepted;
+    auto parsed = boost::urls::parse_absolute_uri(url);
+    REQUIRE_MESSAGE(parsed.has_value(), url);
+    CHECK_MESSAGE(!parsed->has_userinfo(), url);
+    CHECK_MESSAGE(!parsed->has_query(), url);
+    CHECK_MESSAGE(!parsed->has_fragment(), url);
+    CHECK_MESSAGE(std::string_view(parsed->scheme().data(), parsed->scheme().size()) == scheme,
+                  url);
+    CHECK_MESSAGE(std::string_view(parsed->encoded_host_and_port().data(),
+                                   parsed->encoded_host_and_port().size()) == host_port,
+                  url);
+    CHECK_MESSAGE(
+        std::string_view(parsed->encoded_path().data(), parsed->encoded_path().size()) == path,
+        url);
+  }
+  // The generator reaches both sides.
+  CHECK(accepted > 1000);
+  CHECK(accepted < 45000);
+}
+
 TEST_CASE("AppendJsonString writes every string so that a JSON parser reads it back") {
   // Pieces at random offsets, so that each lands at every position of the
   // eight-byte blocks the plain-text scan reads; invalid UTF-8 reads back

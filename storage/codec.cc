@@ -75,8 +75,20 @@ uint64_t ZigZag(int64_t n) {
 
 int64_t UnZigZag(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
 
-void PutFixed64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+// Writers into a buffer the caller sized (EncodeProperties reserves an
+// upper bound once): no capacity check per byte.
+char* PutVarintTo(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+char* PutFixed64To(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xFF);
+  return p;
 }
 
 bool GetFixed64(std::string_view* in, uint64_t* v) {
@@ -90,44 +102,41 @@ bool GetFixed64(std::string_view* in, uint64_t* v) {
   return true;
 }
 
-void PutLengthPrefixed(std::string* out, std::string_view s) {
-  PutVarint64(out, s.size());
-  out->append(s);
+char* PutLengthPrefixedTo(char* p, std::string_view s) {
+  p = PutVarintTo(p, s.size());
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
 }
 
-void EncodeValue(const Value& value, std::string* out) {
-  out->push_back(static_cast<char>(value.type()));
+// Writes the encoding of `value` at p (at most 1 + 10 + its string or
+// binary size, or 1 + 16 bytes); returns the end.
+char* EncodeValueTo(const Value& value, char* p) {
+  *p++ = static_cast<char>(value.type());
   switch (value.type()) {
     case EdmType::kString:
-      PutLengthPrefixed(out, value.string());
-      break;
+      return PutLengthPrefixedTo(p, value.string());
     case EdmType::kBoolean:
-      out->push_back(value.boolean() ? 1 : 0);
-      break;
+      *p++ = value.boolean() ? 1 : 0;
+      return p;
     case EdmType::kInt32:
-      PutVarint64(out, ZigZag(value.int32()));
-      break;
+      return PutVarintTo(p, ZigZag(value.int32()));
     case EdmType::kInt64:
-      PutVarint64(out, ZigZag(value.int64()));
-      break;
+      return PutVarintTo(p, ZigZag(value.int64()));
     case EdmType::kDouble: {
       double d = value.dbl();
       uint64_t bits = 0;
       std::memcpy(&bits, &d, sizeof bits);
-      PutFixed64(out, bits);
-      break;
+      return PutFixed64To(p, bits);
     }
     case EdmType::kDateTime:
-      PutFixed64(out, static_cast<uint64_t>(value.ticks()));
-      break;
+      return PutFixed64To(p, static_cast<uint64_t>(value.ticks()));
     case EdmType::kGuid:
-      out->append(reinterpret_cast<const char*>(value.guid().bytes.data()),
-                  value.guid().bytes.size());
-      break;
+      std::memcpy(p, value.guid().bytes.data(), value.guid().bytes.size());
+      return p + value.guid().bytes.size();
     case EdmType::kBinary:
-      PutLengthPrefixed(out, value.binary());
-      break;
+      return PutLengthPrefixedTo(p, value.binary());
   }
+  return p;
 }
 
 // Reads a varint at the front of `*in`: one byte inline (names, lengths and
@@ -234,13 +243,16 @@ void EncodeProperties(const std::vector<Property>& properties, std::string* out)
     if (p.value.type() == EdmType::kString) bound += p.value.string().size();
     if (p.value.type() == EdmType::kBinary) bound += p.value.binary().size();
   }
-  out->reserve(bound);
-  out->push_back(static_cast<char>(kPropertiesFormatV1));
-  PutVarint64(out, properties.size());
-  for (const auto& p : properties) {
-    PutLengthPrefixed(out, p.name);
-    EncodeValue(p.value, out);
+  const size_t start = out->size();
+  out->resize(bound);
+  char* p = out->data() + start;
+  *p++ = static_cast<char>(kPropertiesFormatV1);
+  p = PutVarintTo(p, properties.size());
+  for (const auto& property : properties) {
+    p = PutLengthPrefixedTo(p, property.name);
+    p = EncodeValueTo(property.value, p);
   }
+  out->resize(static_cast<size_t>(p - out->data()));
 }
 
 Status PropertyReader::Open(std::string_view in) {
