@@ -265,7 +265,9 @@ std::optional<double> MemberAsDouble(const Member& m) {
 
 // Converts a member to a typed value (annotation `type` if given).
 std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> type, Value* out) {
-  const ErrorReply invalid(AzureError::kInvalidInput);
+  // Made only when needed: an ErrorReply holds a string (ten values per
+  // entity came through here).
+  auto invalid = [] { return ErrorReply(AzureError::kInvalidInput); };
   if (!type) {
     switch (m.kind) {
       case Member::Kind::kString:
@@ -290,12 +292,12 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
         *out = Value::Double(m.d);
         break;
       case Member::Kind::kNull:
-        return invalid;
+        return invalid();
     }
   } else {
     switch (*type) {
       case EdmType::kString:
-        if (m.kind != Member::Kind::kString) return invalid;
+        if (m.kind != Member::Kind::kString) return invalid();
         *out = Value::String(std::string(m.text));
         break;
       case EdmType::kBoolean:
@@ -304,7 +306,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
         else if (m.kind == Member::Kind::kString && (m.text == "true" || m.text == "false"))
           *out = Value::Boolean(m.text == "true");
         else
-          return invalid;
+          return invalid();
         break;
       case EdmType::kInt32: {
         std::optional<int32_t> v;
@@ -314,7 +316,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
           v = static_cast<int32_t>(m.u);
         else if (m.kind == Member::Kind::kString)
           v = ParseInteger<int32_t>(m.text);
-        if (!v) return invalid;
+        if (!v) return invalid();
         *out = Value::Int32(*v);
         break;
       }
@@ -326,35 +328,35 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
           v = static_cast<int64_t>(m.u);
         else if (m.kind == Member::Kind::kString)
           v = ParseInteger<int64_t>(m.text);
-        if (!v) return invalid;
+        if (!v) return invalid();
         *out = Value::Int64(*v);
         break;
       }
       case EdmType::kDouble: {
         auto v = MemberAsDouble(m);
-        if (!v) return invalid;
+        if (!v) return invalid();
         *out = Value::Double(*v);
         break;
       }
       case EdmType::kDateTime: {
-        if (m.kind != Member::Kind::kString) return invalid;
+        if (m.kind != Member::Kind::kString) return invalid();
         auto ticks = storage::ParseDateTime(m.text);
-        if (!ticks) return invalid;
+        if (!ticks) return invalid();
         if (auto err = ValidateDateTimeRange(m.name, *ticks)) return err;
         *out = Value::DateTimeTicks(*ticks);
         break;
       }
       case EdmType::kGuid: {
-        if (m.kind != Member::Kind::kString) return invalid;
+        if (m.kind != Member::Kind::kString) return invalid();
         auto g = storage::ParseGuid(m.text);
-        if (!g) return invalid;
+        if (!g) return invalid();
         *out = Value::FromGuid(*g);
         break;
       }
       case EdmType::kBinary: {
-        if (m.kind != Member::Kind::kString) return invalid;
+        if (m.kind != Member::Kind::kString) return invalid();
         auto bytes = Base64Decode(m.text);
-        if (!bytes) return invalid;
+        if (!bytes) return invalid();
         *out = Value::FromBinary(std::move(*bytes));
         break;
       }
