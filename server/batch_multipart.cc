@@ -487,7 +487,8 @@ void BatchResponseWriter::BeginPart(int status, std::optional<std::string_view> 
   out_.append(part_delimiter_);
   out_.append("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n");
   if (status < 100 || status > 999) status = 500;
-  char digits[3] = {static_cast<char>('0' + status / 100), static_cast<char>('0' + status / 10 % 10),
+  char digits[3] = {static_cast<char>('0' + status / 100),
+                    static_cast<char>('0' + status / 10 % 10),
                     static_cast<char>('0' + status % 10)};
   out_.append("HTTP/1.1 ").append(digits, 3).push_back(' ');
   out_.append(ReasonPhrase(status)).append("\r\n");

@@ -84,7 +84,7 @@ storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::stri
 
 // One sub-response of a batch response.
 struct BatchSubResponse {
-  int status = 204;                       // three digits: 201, 204, 409, ...
+  int status = 204;                            // three digits: 201, 204, 409, ...
   std::optional<std::string_view> content_id;  // echoed first after the status line
   // In order, written as given. Names are string literals (static storage):
   // a sub-response per entity, and most names are too long for std::string's

@@ -157,9 +157,8 @@ TEST_CASE("names alike at both ends are told apart (duplicates, annotations)") {
   }
   CHECK(ParseError(body + ",\"" + name(117) + "\":\"again\"}") ==
         AzureError::kDuplicatePropertiesSpecified);
-  CHECK(ParseError(body + ",\"" + name(118) + "@odata.type\":\"Edm.Int64\"," + "\"" +
-                   name(118) + "@odata.type\":\"Edm.Int64\"}") ==
-        AzureError::kDuplicatePropertiesSpecified);
+  CHECK(ParseError(body + ",\"" + name(118) + "@odata.type\":\"Edm.Int64\"," + "\"" + name(118) +
+                   "@odata.type\":\"Edm.Int64\"}") == AzureError::kDuplicatePropertiesSpecified);
   // An annotation of a name that differs from all others only in the middle.
   CHECK(ParseError(body + ",\"" + name(999) + "@odata.type\":\"Edm.Int64\"}") ==
         AzureError::kInvalidInput);

@@ -49,8 +49,8 @@ TEST_CASE("RequestBody: content-length and chunked bodies arrive whole, in any p
     CAPTURE(body.size());
     CAPTURE(piece);
     const std::string head = "POST /devstoreaccount1/$batch HTTP/1.1\r\nHost: x\r\n";
-    const std::string sized = head + "Content-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+    const std::string sized =
+        head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     REQUIRE(ParseInPieces(sized, piece) == body);
 
     std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";

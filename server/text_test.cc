@@ -86,17 +86,39 @@ TEST_CASE("SplitPlainOriginForm agrees with Boost.URL on every target it accepts
 }
 
 TEST_CASE("SplitPlainAbsoluteUrl agrees with Boost.URL on every URL it accepts") {
-  const std::vector<std::string> schemes = {"http", "https", "HTTP", "h2+x-y.z", "1http",
-                                            "",     "ht tp", "ht%74p"};
-  const std::vector<std::string> authorities = {
-      "127.0.0.1:10002", "acct.table.core.windows.net", "localhost", "host:", "host:12a",
-      "user@host",       "[::1]:10002",                  "",          "h%41st", "a_b",
-      "x:1:2",           "h-1.example"};
-  const std::vector<std::string> pieces = {"/",      "/",   "devstoreaccount1", "t",   "(",
-                                           ")",      "'",   "%27",              "%2",  "%zz",
-                                           "?",      "#",   "=",                "&",   " ",
-                                           "[",      "@",   ":",                "$",   "\xc3\xa9",
-                                           "%24batch", "~", "\\",              "\"", "PartitionKey="};
+  const std::vector<std::string> schemes = {"http",  "https", "HTTP",  "h2+x-y.z",
+                                            "1http", "",      "ht tp", "ht%74p"};
+  const std::vector<std::string> authorities = {"127.0.0.1:10002", "acct.table.core.windows.net",
+                                                "localhost",       "host:",
+                                                "host:12a",        "user@host",
+                                                "[::1]:10002",     "",
+                                                "h%41st",          "a_b",
+                                                "x:1:2",           "h-1.example"};
+  const std::vector<std::string> pieces = {"/",
+                                           "/",
+                                           "devstoreaccount1",
+                                           "t",
+                                           "(",
+                                           ")",
+                                           "'",
+                                           "%27",
+                                           "%2",
+                                           "%zz",
+                                           "?",
+                                           "#",
+                                           "=",
+                                           "&",
+                                           " ",
+                                           "[",
+                                           "@",
+                                           ":",
+                                           "$",
+                                           "\xc3\xa9",
+                                           "%24batch",
+                                           "~",
+                                           "\\",
+                                           "\"",
+                                           "PartitionKey="};
   std::mt19937 rng(5);
   int accepted = 0;
   for (int round = 0; round < 50000; ++round) {
@@ -227,8 +249,8 @@ TEST_CASE("Base64Decode reads back Base64Encode and refuses what is not base64")
   CHECK(Base64Decode("TWE=") == "Ma");
   CHECK(Base64Decode("TWE") == "Ma");
   CHECK(Base64Decode("TQ==") == "M");
-  CHECK(Base64Decode("TQ=") == std::nullopt);    // padded, but not to a whole quad
-  CHECK(Base64Decode("T===") == std::nullopt);   // three padding characters
+  CHECK(Base64Decode("TQ=") == std::nullopt);   // padded, but not to a whole quad
+  CHECK(Base64Decode("T===") == std::nullopt);  // three padding characters
   CHECK(Base64Decode("TWE=TWE=") == std::nullopt);
   CHECK(Base64Decode("TW=E") == std::nullopt);
 }

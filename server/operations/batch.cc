@@ -60,10 +60,9 @@ bool NamesAccount(std::string_view segment, std::string_view account) {
     segment = *decoded;
   }
   static constexpr std::string_view kSecondary = "-secondary";
-  return IEquals(segment, account) ||
-         (segment.size() == account.size() + kSecondary.size() &&
-          IEquals(segment.substr(0, account.size()), account) &&
-          IEquals(segment.substr(account.size()), kSecondary));
+  return IEquals(segment, account) || (segment.size() == account.size() + kSecondary.size() &&
+                                       IEquals(segment.substr(0, account.size()), account) &&
+                                       IEquals(segment.substr(account.size()), kSecondary));
 }
 
 // Splits an inner URL into its base (op->base()) and the decoded resource
@@ -83,14 +82,12 @@ std::optional<ErrorReply> ResolveInnerUrl(const Request& req, std::string_view u
     scheme = std::string_view(parsed->scheme().data(), parsed->scheme().size());
     host_port = std::string_view(parsed->encoded_host_and_port().data(),
                                  parsed->encoded_host_and_port().size());
-    encoded_path =
-        std::string_view(parsed->encoded_path().data(), parsed->encoded_path().size());
+    encoded_path = std::string_view(parsed->encoded_path().data(), parsed->encoded_path().size());
     has_userinfo = parsed->has_userinfo();
   } else {
     auto parsed = boost::urls::parse_origin_form(url);
     if (!parsed) return invalid;
-    encoded_path =
-        std::string_view(parsed->encoded_path().data(), parsed->encoded_path().size());
+    encoded_path = std::string_view(parsed->encoded_path().data(), parsed->encoded_path().size());
   }
   // Path-style: drop the account segment when it names this account.
   std::string_view rest = encoded_path;
@@ -269,12 +266,12 @@ struct AcceptMemo {
 };
 
 // Parses change set part `i` into `op`.
-std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part,
-                                             BatchOp* op, AcceptMemo* memo) {
+std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart& part, BatchOp* op,
+                                             AcceptMemo* memo) {
   if (auto accept = part.Header("Accept")) {
     if (memo->accept != accept) {
-      bool ok = NegotiateFormat("", *accept, req.version, &memo->format, &memo->atom) ==
-                std::nullopt;
+      bool ok =
+          NegotiateFormat("", *accept, req.version, &memo->format, &memo->atom) == std::nullopt;
       memo->json_errors = ok && !memo->atom;
       memo->accept = accept;
     }
