@@ -536,11 +536,13 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
   if (auto err = ParseFlatObject(body, &object)) return err;
   std::vector<Member>& members = object.members;
 
-  // Index members and annotations (by the name they annotate) by (hash of
-  // the name, name): sorting and searching integers, strings compared only
-  // when hashes are equal (sorting the names themselves was a fifth of a
-  // batch entity's instructions). The hash is a cheap one (NameHash); names
-  // made to collide only cost string comparisons, still O(n log n) in all.
+  // Index members and annotations (by the name they annotate) by the hash
+  // of the name, strings compared only when hashes are equal (sorting the
+  // names themselves was a fifth of a batch entity's instructions). Up to
+  // kSmall members (nearly every entity): two open-addressing tables on the
+  // stack; beyond, arrays sorted by (hash, name) and binary search. The hash
+  // is a cheap one (NameHash): names made to collide cost string
+  // comparisons, at most kSmall² in the tables and O(n log n) beyond.
   // The same name twice is an error.
   static constexpr std::string_view kTypeSuffix = "@odata.type";
   // Trivial (no member initialisers), so that the array below costs nothing.
@@ -573,26 +575,69 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
   }
   const std::span<Named> values(index, value_count);
   const std::span<Named> annotations(index + annotation_start, n - annotation_start);
+  constexpr size_t kSmall = 32;
+  constexpr size_t kSlots = 64;  // at least twice kSmall: probe chains stay short and end
+  const bool small = n <= kSmall;
+  // Slot -> 1 + position in `index`, 0 when empty.
+  uint8_t value_slots[kSlots];
+  uint8_t annotation_slots[kSlots];
+  // Adds index[i] to `slots`; false iff its name is there already.
+  auto insert = [&](uint8_t* slots, size_t i) {
+    const Named& e = index[i];
+    for (size_t slot = e.hash & (kSlots - 1);; slot = (slot + 1) & (kSlots - 1)) {
+      if (slots[slot] == 0) {
+        slots[slot] = static_cast<uint8_t>(i + 1);
+        return true;
+      }
+      const Named& o = index[slots[slot] - 1];
+      if (o.hash == e.hash && o.name() == e.name()) return false;
+    }
+  };
   auto before = [](const Named& a, const Named& b) {
     return a.hash != b.hash ? a.hash < b.hash : a.name() < b.name();
   };
-  for (std::span<Named> part : {values, annotations}) {
-    std::sort(part.begin(), part.end(), before);
-    for (size_t i = 1; i < part.size(); ++i) {
-      if (part[i].hash == part[i - 1].hash && part[i].name() == part[i - 1].name()) {
+  if (small) {
+    std::memset(value_slots, 0, sizeof value_slots);
+    std::memset(annotation_slots, 0, sizeof annotation_slots);
+    for (size_t i = 0; i < value_count; ++i) {
+      if (!insert(value_slots, i)) return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
+    }
+    for (size_t i = annotation_start; i < n; ++i) {
+      if (!insert(annotation_slots, i)) {
         return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
       }
     }
+  } else {
+    for (std::span<Named> part : {values, annotations}) {
+      std::sort(part.begin(), part.end(), before);
+      for (size_t i = 1; i < part.size(); ++i) {
+        if (part[i].hash == part[i - 1].hash && part[i].name() == part[i - 1].name()) {
+          return ErrorReply(AzureError::kDuplicatePropertiesSpecified);
+        }
+      }
+    }
   }
-  auto find = [&](std::span<const Named> part, std::string_view name) -> const size_t* {
-    const Named key{hasher(name), name.data(), name.size(), 0};
+  // The member named `name` among the values (annotations = false) or the
+  // annotations, or nullptr.
+  auto find = [&](bool in_annotations, std::string_view name) -> const size_t* {
+    const uint64_t h = hasher(name);
+    if (small) {
+      const uint8_t* slots = in_annotations ? annotation_slots : value_slots;
+      for (size_t slot = h & (kSlots - 1); slots[slot] != 0; slot = (slot + 1) & (kSlots - 1)) {
+        const Named& o = index[slots[slot] - 1];
+        if (o.hash == h && o.name() == name) return &o.member;
+      }
+      return nullptr;
+    }
+    const std::span<const Named> part = in_annotations ? annotations : values;
+    const Named key{h, name.data(), name.size(), 0};
     auto it = std::lower_bound(part.begin(), part.end(), key, before);
-    if (it != part.end() && it->hash == key.hash && it->name() == name) return &it->member;
+    if (it != part.end() && it->hash == h && it->name() == name) return &it->member;
     return nullptr;
   };
   for (const Named& a : annotations) {
     if (a.name().starts_with("odata.") || a.name() == "Timestamp") continue;
-    if (find(values, a.name()) == nullptr) return ErrorReply(AzureError::kInvalidInput);
+    if (find(false, a.name()) == nullptr) return ErrorReply(AzureError::kInvalidInput);
     if (members[a.member].kind != Member::Kind::kString) {
       return ErrorReply(AzureError::kInvalidInput);
     }
@@ -606,7 +651,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
     if (name.starts_with("odata.") || name.find('@') != std::string_view::npos) continue;
     if (name == "Timestamp") continue;
     std::optional<EdmType> type;
-    if (const size_t* annotation = find(annotations, name)) {
+    if (const size_t* annotation = find(true, name)) {
       type = ParseEdmTypeName(members[*annotation].text);
       if (!type) return ErrorReply(AzureError::kInvalidInput);
     }
