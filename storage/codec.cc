@@ -43,12 +43,25 @@ Result<std::string> DecodeKey(std::string_view encoded) {
   return out;
 }
 
-void PutVarint64(std::string* out, uint64_t v) {
+namespace {
+
+// Writes the varint of `v` at p (at most 10 bytes); returns the end. The
+// writers here go into a buffer the caller sized (EncodeProperties reserves
+// an upper bound once): no capacity check per byte.
+char* PutVarintTo(char* p, uint64_t v) {
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    *p++ = static_cast<char>((v & 0x7F) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+}  // namespace
+
+void PutVarint64(std::string* out, uint64_t v) {
+  char buf[10];
+  out->append(buf, static_cast<size_t>(PutVarintTo(buf, v) - buf));
 }
 
 bool GetVarint64(std::string_view* in, uint64_t* v) {
@@ -74,17 +87,6 @@ uint64_t ZigZag(int64_t n) {
 }
 
 int64_t UnZigZag(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
-
-// Writers into a buffer the caller sized (EncodeProperties reserves an
-// upper bound once): no capacity check per byte.
-char* PutVarintTo(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7F) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
 
 char* PutFixed64To(char* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xFF);
