@@ -376,6 +376,43 @@ void BindBound(Stmt* stmt, const KeyBound& b, int first) {
   if (b.row_key) stmt->BindBlob(first + 1, EncodeKey(*b.row_key));
 }
 
+// The key conditions of a scan from `lower` to `upper` (either may be
+// absent), appended to `*sql` and bound by BindRange: ?2/?3 the lower
+// bound's keys, ?4/?5 the upper's. Bounds within one partition are written
+// as "pk = ?2 AND rk ..." so that SQLite seeks to the lower row key and
+// stops at the upper one; row values "(pk, rk) >= (?, ?)" were re-checked on
+// every row (20 VDBE opcodes per row instead of 7 for a RowKey range).
+bool SinglePartition(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper) {
+  // An exclusive partition-only bound excludes its whole partition: such a
+  // range is empty and keeps the general form.
+  return lower && upper && lower->partition_key == upper->partition_key &&
+         (lower->row_key || lower->inclusive) && (upper->row_key || upper->inclusive);
+}
+
+void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
+                    std::string* sql) {
+  if (SinglePartition(lower, upper)) {
+    *sql += " AND pk = ?2";
+    if (lower->row_key) *sql += lower->inclusive ? " AND rk >= ?3" : " AND rk > ?3";
+    if (upper->row_key) *sql += upper->inclusive ? " AND rk <= ?5" : " AND rk < ?5";
+    return;
+  }
+  if (lower) *sql += BoundSql(*lower, /*lower=*/true, 2);
+  if (upper) *sql += BoundSql(*upper, /*lower=*/false, 4);
+}
+
+void BindRange(Stmt* stmt, const std::optional<KeyBound>& lower,
+               const std::optional<KeyBound>& upper) {
+  if (SinglePartition(lower, upper)) {
+    stmt->BindBlob(2, EncodeKey(lower->partition_key));
+    if (lower->row_key) stmt->BindBlob(3, EncodeKey(*lower->row_key));
+    if (upper->row_key) stmt->BindBlob(5, EncodeKey(*upper->row_key));
+    return;
+  }
+  if (lower) BindBound(stmt, *lower, 2);
+  if (upper) BindBound(stmt, *upper, 4);
+}
+
 }  // namespace
 
 SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
@@ -841,15 +878,13 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
   for (const KeyRange& range : request.ranges) {
     std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
     std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
-    if (lower) sql += BoundSql(*lower, /*lower=*/true, 2);
-    if (range.upper) sql += BoundSql(*range.upper, /*lower=*/false, 4);
+    AppendRangeSql(lower, range.upper, &sql);
     sql += " ORDER BY pk, rk";
     Stmt stmt;
     s = c->Prepare(sql, &stmt);
     if (!s.ok()) return s;
     stmt.BindInt64(1, id);
-    if (lower) BindBound(&stmt, *lower, 2);
-    if (range.upper) BindBound(&stmt, *range.upper, 4);
+    BindRange(&stmt, lower, range.upper);
     int rc;
     while ((rc = stmt.Step()) == SQLITE_ROW) {
       if (examined >= request.max_examined || visited >= request.limit) {
