@@ -7,6 +7,7 @@
 #include <openssl/params.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -104,6 +105,14 @@ bool SwarAny(std::string_view s, WordTest word, ByteTest byte) {
     for (size_t j = i; j < i + 8; ++j) {
       if (byte(static_cast<unsigned char>(s[j]))) return true;
     }
+  }
+  // The last partial word: the string's last eight bytes as one (they
+  // overlap bytes already checked), so that only a word that holds a match
+  // is checked byte by byte.
+  if (i < s.size() && s.size() >= 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    if (word(w) == 0) return false;
   }
   for (; i < s.size(); ++i) {
     if (byte(static_cast<unsigned char>(s[i]))) return true;
@@ -289,12 +298,17 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   size_t data_len = text.size();
   while (data_len > 0 && text[data_len - 1] == '=') --data_len;
   if (text.size() - data_len > 2) return std::nullopt;
-  for (size_t i = 0; i < data_len; ++i) {
-    char c = text[i];
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '+' || c == '/';
-    if (!ok) return std::nullopt;
-  }
+  static constexpr std::array<bool, 256> kAlphabet = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      t[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             c == '+' || c == '/';
+    }
+    return t;
+  }();
+  bool ok = true;
+  for (size_t i = 0; i < data_len; ++i) ok &= kAlphabet[static_cast<unsigned char>(text[i])];
+  if (!ok) return std::nullopt;
   if (data_len % 4 == 1) return std::nullopt;
   if (text.size() != data_len && text.size() % 4 != 0) return std::nullopt;
   // Whole quads straight from `text`; a short last quad padded on the stack.

@@ -206,26 +206,32 @@ std::string FormatDateTimeInvariant(int64_t ticks) {
 }
 
 std::optional<Guid> ParseGuid(std::string_view text) {
-  if (text.size() != 36) return std::nullopt;
-  Guid g;
-  size_t b = 0;
-  for (size_t i = 0; i < 36;) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (text[i] != '-') return std::nullopt;
-      ++i;
-      continue;
+  // Hex digit values, -1 for any other byte.
+  static constexpr std::array<int8_t, 256> kHex = [] {
+    std::array<int8_t, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      t[c] = c >= '0' && c <= '9'   ? static_cast<int8_t>(c - '0')
+             : c >= 'a' && c <= 'f' ? static_cast<int8_t>(c - 'a' + 10)
+             : c >= 'A' && c <= 'F' ? static_cast<int8_t>(c - 'A' + 10)
+                                    : int8_t{-1};
     }
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    int hi = hex(text[i]), lo = hex(text[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    g.bytes[b++] = static_cast<uint8_t>(hi * 16 + lo);
-    i += 2;
+    return t;
+  }();
+  if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
+      text[23] != '-') {
+    return std::nullopt;
   }
+  // Where each byte's two digits start: 8-4-4-4-12.
+  static constexpr uint8_t kAt[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
+  Guid g;
+  int bad = 0;
+  for (size_t b = 0; b < 16; ++b) {
+    const int hi = kHex[static_cast<unsigned char>(text[kAt[b]])];
+    const int lo = kHex[static_cast<unsigned char>(text[kAt[b] + 1])];
+    bad |= hi | lo;  // negative iff some digit was not one
+    g.bytes[b] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  if (bad < 0) return std::nullopt;
   return g;
 }
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -87,6 +88,27 @@ TEST_CASE("edm_text: Guid parse and format") {
         "c9da6455+213d-42c9-9a79-3e9149a57833"}) {
     CAPTURE(bad);
     CHECK_FALSE(ParseGuid(bad).has_value());
+  }
+}
+
+TEST_CASE("edm_text: ParseGuid checks every position") {
+  const std::string good = "0123abcd-ef45-6789-ABCD-EF0123456789";
+  REQUIRE(ParseGuid(good).has_value());
+  for (size_t at = 0; at < good.size(); ++at) {
+    const bool dash = at == 8 || at == 13 || at == 18 || at == 23;
+    for (char c : std::string("0aFgG/:@`-\x00\xff", 12)) {
+      std::string text = good;
+      text[at] = c;
+      const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      CAPTURE(text);
+      auto g = ParseGuid(text);
+      REQUIRE(g.has_value() == (dash ? c == '-' : hex));
+      if (g) {
+        std::string lower = text;
+        for (char& l : lower) l = static_cast<char>(std::tolower(static_cast<unsigned char>(l)));
+        CHECK(FormatGuid(*g) == lower);
+      }
+    }
   }
 }
 
