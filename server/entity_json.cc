@@ -382,13 +382,6 @@ bool HasForbiddenKeyChars(std::string_view v) {
   return false;
 }
 
-template <typename Int>
-void AppendInteger(std::string* out, Int v) {
-  char buf[24];
-  char* end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-  out->append(buf, static_cast<size_t>(end - buf));
-}
-
 // A string's UTF-16 length, or its byte length when `exact` is false (an
 // upper bound: never fewer bytes than UTF-16 units).
 size_t Units(std::string_view s, bool exact) { return exact ? storage::Utf16Length(s) : s.size(); }
@@ -809,61 +802,106 @@ void AppendTypeAnnotation(std::string* out, bool* first, std::string_view name,
   out->append(buf, static_cast<size_t>(p - buf));
 }
 
+// The member of a value of fixed size (every type but String and Binary),
+// with its type annotation if it needs one: composed on the stack and
+// appended once (callgrind: appending piece by piece was a third of a
+// queried entity's serialisation).
+void AppendFixedValue(std::string* out, bool* first, std::string_view name,
+                      const storage::ValueView& v, bool annotate) {
+  // Property names are at most 255 UTF-16 units (765 bytes); names read
+  // back from storage passed that check, but a longer one still fits.
+  constexpr size_t kRoom = 128 + 2 * 1024;
+  char stack[kRoom];
+  std::string heap;
+  char* buf = stack;
+  if (name.size() > 1024) {
+    heap.resize(128 + 2 * name.size());
+    buf = heap.data();
+  }
+  char* p = buf;
+  auto put = [&p](std::string_view piece) {
+    std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  };
+  if (!*first) *p++ = ',';
+  *first = false;
+  auto annotation = [&](std::string_view type) {
+    if (!annotate) return;
+    *p++ = '"';
+    put(name);
+    put("@odata.type\":\"");
+    put(type);
+    put("\",");
+  };
+  auto key = [&] {
+    *p++ = '"';
+    put(name);
+    put("\":");
+  };
+  switch (v.type) {
+    case EdmType::kBoolean:
+      key();
+      put(v.boolean ? "true" : "false");
+      break;
+    case EdmType::kInt32:
+      key();
+      p = std::to_chars(p, p + 24, v.integer).ptr;
+      break;
+    case EdmType::kInt64:
+      annotation("Edm.Int64");
+      key();
+      *p++ = '"';
+      p = std::to_chars(p, p + 24, v.integer).ptr;
+      *p++ = '"';
+      break;
+    case EdmType::kDouble:
+      if (std::isfinite(v.dbl)) {
+        key();
+        p += storage::FormatDoubleTo(p, v.dbl);
+      } else {
+        annotation("Edm.Double");
+        key();
+        put(std::isnan(v.dbl) ? "\"NaN\"" : (v.dbl > 0 ? "\"Infinity\"" : "\"-Infinity\""));
+      }
+      break;
+    case EdmType::kDateTime:
+      annotation("Edm.DateTime");
+      key();
+      *p++ = '"';
+      p += storage::FormatDateTimeTo(p, v.integer, ":");
+      *p++ = '"';
+      break;
+    case EdmType::kGuid:
+      annotation("Edm.Guid");
+      key();
+      *p++ = '"';
+      storage::FormatGuidTo(p, v.guid);
+      p += storage::kGuidText;
+      *p++ = '"';
+      break;
+    case EdmType::kString:
+    case EdmType::kBinary:
+      break;  // not fixed-size: see AppendValue
+  }
+  out->append(buf, static_cast<size_t>(p - buf));
+}
+
 void AppendValue(std::string* out, bool* first, std::string_view name, const storage::ValueView& v,
                  Metadata level) {
-  bool annotate = level != Metadata::kNone;
   switch (v.type) {
     case EdmType::kString:
       AppendPlainKey(out, first, name);
       AppendJsonString(out, v.bytes);
       break;
-    case EdmType::kBoolean:
-      AppendPlainKey(out, first, name);
-      out->append(v.boolean ? "true" : "false");
-      break;
-    case EdmType::kInt32:
-      AppendPlainKey(out, first, name);
-      AppendInteger(out, v.integer);
-      break;
-    case EdmType::kInt64:
-      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Int64");
-      AppendPlainKey(out, first, name);
-      out->push_back('"');
-      AppendInteger(out, v.integer);
-      out->push_back('"');
-      break;
-    case EdmType::kDouble: {
-      double d = v.dbl;
-      if (std::isfinite(d)) {
-        AppendPlainKey(out, first, name);
-        storage::AppendDouble(out, d);
-      } else {
-        if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Double");
-        AppendPlainKey(out, first, name);
-        out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
-      }
-      break;
-    }
-    case EdmType::kDateTime:
-      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.DateTime");
-      AppendPlainKey(out, first, name);
-      out->push_back('"');
-      storage::AppendDateTime(out, v.integer);
-      out->push_back('"');
-      break;
-    case EdmType::kGuid:
-      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Guid");
-      AppendPlainKey(out, first, name);
-      out->push_back('"');
-      storage::AppendGuid(out, v.guid);
-      out->push_back('"');
-      break;
     case EdmType::kBinary:
-      if (annotate) AppendTypeAnnotation(out, first, name, "Edm.Binary");
+      if (level != Metadata::kNone) AppendTypeAnnotation(out, first, name, "Edm.Binary");
       AppendPlainKey(out, first, name);
       out->push_back('"');
       AppendBase64(out, v.bytes);
       out->push_back('"');
+      break;
+    default:
+      AppendFixedValue(out, first, name, v, level != Metadata::kNone);
       break;
   }
 }

@@ -235,16 +235,20 @@ std::optional<Guid> ParseGuid(std::string_view text) {
   return g;
 }
 
-void AppendGuid(std::string* out, const Guid& g) {
+void FormatGuidTo(char* buf, const Guid& g) {
   static constexpr char kHex[] = "0123456789abcdef";
-  char buf[36];
   size_t n = 0;
   for (size_t i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) buf[n++] = '-';
     buf[n++] = kHex[g.bytes[i] >> 4];
     buf[n++] = kHex[g.bytes[i] & 15];
   }
-  out->append(buf, n);
+}
+
+void AppendGuid(std::string* out, const Guid& g) {
+  char buf[kGuidText];
+  FormatGuidTo(buf, g);
+  out->append(buf, kGuidText);
 }
 
 std::string FormatGuid(const Guid& g) {
@@ -261,15 +265,15 @@ namespace {
 // correctly rounded and |d| * 10^k < 2^50, so the integer found is the one
 // nearest to |d| * 10^k, and fewer decimals cannot round-trip: the digits
 // are those std::to_chars writes (fixed form always being the shorter
-// here). False, writing nothing, for any other value.
-bool AppendShortDecimal(std::string* out, double d) {
+// here). Returns its length, or 0 (writing nothing) for any other value.
+size_t FormatShortDecimal(char* out, double d) {
   static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
   double a = std::fabs(d);
-  if (!(a >= 1.0 && a < 1e9)) return false;
+  if (!(a >= 1.0 && a < 1e9)) return 0;
   for (int k = 1; k <= 6; ++k) {
     uint64_t n = static_cast<uint64_t>(a * kPow10[k] + 0.5);
     if (static_cast<double>(n) / kPow10[k] != a) continue;
-    if (n % 10 == 0) return false;  // an integer, or fewer decimals: not this path
+    if (n % 10 == 0) return 0;  // an integer, or fewer decimals: not this path
     char buf[32];
     char* end = buf + sizeof buf;
     char* p = end;
@@ -283,27 +287,32 @@ bool AppendShortDecimal(std::string* out, double d) {
       n /= 10;
     } while (n != 0);
     if (d < 0) *--p = '-';
-    out->append(p, static_cast<size_t>(end - p));
-    return true;
+    const size_t len = static_cast<size_t>(end - p);
+    std::memcpy(out, p, len);
+    return len;
   }
-  return false;
+  return 0;
 }
 
 }  // namespace
 
-void AppendDouble(std::string* out, double d) {
-  if (AppendShortDecimal(out, d)) return;
-  char buf[64];
-  char* end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+size_t FormatDoubleTo(char* buf, double d) {
+  if (size_t n = FormatShortDecimal(buf, d)) return n;
+  char* end = std::to_chars(buf, buf + kMaxDoubleText - 2, d).ptr;
   std::string_view s(buf, static_cast<size_t>(end - buf));
   if (size_t e = s.find('e'); e != std::string_view::npos) {
     // to_chars writes "1e+20"; .NET and the service write "1E+20".
     buf[e] = 'E';
-    out->append(s);
-    return;
+    return s.size();
   }
-  out->append(s);
-  if (s.find('.') == std::string_view::npos) out->append(".0");
+  if (s.find('.') != std::string_view::npos) return s.size();
+  std::memcpy(end, ".0", 2);
+  return s.size() + 2;
+}
+
+void AppendDouble(std::string* out, double d) {
+  char buf[kMaxDoubleText];
+  out->append(buf, FormatDoubleTo(buf, d));
 }
 
 std::string FormatDouble(double d) {

@@ -45,12 +45,19 @@ std::optional<Guid> ParseGuid(std::string_view text);
 // Lower-case hyphenated form.
 std::string FormatGuid(const Guid& guid);
 void AppendGuid(std::string* out, const Guid& guid);
+// Writes that form (kGuidText bytes) to `buf`.
+inline constexpr size_t kGuidText = 36;
+void FormatGuidTo(char* buf, const Guid& guid);
 
 // Shortest round-trip form of a finite double; integral values keep ".0"
 // ("1.0", "-0.0"), large/small magnitudes use exponent form ("1E+20").
 // REQUIRES: std::isfinite(d).
 std::string FormatDouble(double d);
 void AppendDouble(std::string* out, double d);
+// Room FormatDoubleTo needs.
+inline constexpr size_t kMaxDoubleText = 32;
+// Writes that form to `buf` (kMaxDoubleText bytes) and returns its length.
+size_t FormatDoubleTo(char* buf, double d);
 
 // Current UTC time in ticks.
 int64_t NowTicks();
