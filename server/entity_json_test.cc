@@ -219,19 +219,21 @@ TEST_CASE("every fixed-size type renders exactly") {
       R"("T@odata.type":"Edm.DateTime","T":"2024-02-29T01:02:03Z",)"
       R"("G@odata.type":"Edm.Guid","G":"C9DA6455-213D-42C9-9A79-3E9149A57833"})");
   e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
-  const std::string head = R"("PartitionKey":"p","RowKey":"r","Timestamp":"2021-10-15T16:13:24.0914302Z",)";
+  const std::string head =
+      R"("PartitionKey":"p","RowKey":"r","Timestamp":"2021-10-15T16:13:24.0914302Z",)";
   CHECK(Render(e, Metadata::kNone) ==
         "{" + head +
             R"("B":false,"I":-2147483648,"D":1E+300,"F":-0.5,"L":"-9223372036854775808",)"
             R"("P":"Infinity","M":"-Infinity","T":"2024-02-29T01:02:03Z",)"
             R"("G":"c9da6455-213d-42c9-9a79-3e9149a57833"})");
-  CHECK(Render(e, Metadata::kMinimal) ==
-        R"({"odata.etag":"W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"",)" + head +
-            R"("B":false,"I":-2147483648,"D":1E+300,"F":-0.5,)"
-            R"("L@odata.type":"Edm.Int64","L":"-9223372036854775808",)"
-            R"("P@odata.type":"Edm.Double","P":"Infinity","M@odata.type":"Edm.Double","M":"-Infinity",)"
-            R"("T@odata.type":"Edm.DateTime","T":"2024-02-29T01:02:03Z",)"
-            R"("G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833"})");
+  CHECK(
+      Render(e, Metadata::kMinimal) ==
+      R"({"odata.etag":"W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"",)" + head +
+          R"("B":false,"I":-2147483648,"D":1E+300,"F":-0.5,)"
+          R"("L@odata.type":"Edm.Int64","L":"-9223372036854775808",)"
+          R"("P@odata.type":"Edm.Double","P":"Infinity","M@odata.type":"Edm.Double","M":"-Infinity",)"
+          R"("T@odata.type":"Edm.DateTime","T":"2024-02-29T01:02:03Z",)"
+          R"("G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833"})");
 }
 
 TEST_CASE("a stored row renders as its decoded entity does") {

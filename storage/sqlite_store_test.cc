@@ -616,8 +616,8 @@ TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
         for (int row = 0; row < 10; ++row) {
           std::string pk = "p" + std::to_string(p), rk = "r" + std::to_string(row);
           if (!r.Contains(pk, rk)) continue;
-          if (start && (pk < start->partition_key ||
-                        (pk == start->partition_key && rk < start->row_key)))
+          if (start &&
+              (pk < start->partition_key || (pk == start->partition_key && rk < start->row_key)))
             continue;
           expected.push_back(pk + "/" + rk);
         }
