@@ -1,5 +1,7 @@
 #include "storage/sqlite_store.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -17,6 +19,10 @@
 namespace cerulean::storage {
 
 namespace {
+
+// Names the calling thread (15 characters at most) for top, perf and
+// /proc/PID/task/*/comm.
+void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 // PRAGMA user_version of the schema below. persistent: never renumber; a
 // schema change adds a version and a migration step in Init().
@@ -926,6 +932,9 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
 
 // Applies committed together at most (see CommitLoop).
 constexpr size_t kMaxGroup = 16;
+// An Apply of at least this many ops has the committer start at once
+// (Enqueue).
+constexpr size_t kLargeApplyOps = 32;
 
 struct SqliteStore::PendingApply {
   std::string account;
@@ -1185,6 +1194,7 @@ bool SqliteStore::GroupQueued() {
 }
 
 void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
+  const bool large = p->ops.size() >= kLargeApplyOps;
   bool wake;
   {
     std::lock_guard<std::mutex> lock(group_mu_);
@@ -1193,9 +1203,22 @@ void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
   }
   // The committer sleeps only on an empty queue.
   if (wake) group_cv_.notify_one();
+  // A large Apply gains nothing from waiting for other writes to share its
+  // commit, so hand the core to the committer now. Where the server shares
+  // one core (taskset, a one-CPU container) a woken committer otherwise
+  // waits until the caller's time slice ends, ~0.7 ms (perf sched
+  // timehist), before it commits and hands the group to the syncer: the WAL
+  // sync started late instead of overlapping the caller's next request.
+  // With more cores the committer runs elsewhere and this returns at once.
+  // Small Applies do not yield: at 16 connections single inserts then
+  // commit one at a time, 16k -> 7k inserts/s. Measured with 100-entity
+  // batches at 4 in flight, server on one core: 1,170 -> 1,370-1,470
+  // batches/s.
+  if (large) sched_yield();
 }
 
 void SqliteStore::CommitLoop() {
+  NameThisThread("cerulean-commit");
   std::vector<std::unique_ptr<PendingApply>> group;
   std::vector<PendingApply*> writes;
   std::unique_lock<std::mutex> lock(group_mu_);
@@ -1232,6 +1255,7 @@ void SqliteStore::CommitLoop() {
 }
 
 void SqliteStore::SyncLoop() {
+  NameThisThread("cerulean-sync");
   std::vector<std::unique_ptr<PendingApply>> batch;
   std::unique_lock<std::mutex> lock(sync_mu_);
   for (;;) {
@@ -1374,6 +1398,7 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
 }
 
 void SqliteStore::CheckpointLoop() {
+  NameThisThread("cerulean-ckpt");
   std::unique_lock<std::mutex> lock(checkpoint_mu_);
   while (true) {
     checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_pending_; });
@@ -1390,6 +1415,7 @@ void SqliteStore::CheckpointLoop() {
 }
 
 void SqliteStore::ReaperLoop() {
+  NameThisThread("cerulean-reap");
   std::unique_lock<std::mutex> lock(reap_mu_);
   while (true) {
     reap_cv_.wait(lock, [this] { return stopping_ || reap_pending_; });
