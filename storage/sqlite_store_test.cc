@@ -971,6 +971,31 @@ TEST_CASE("store(file): data survives reopen") {
   CHECK(res.timestamps[0] > ts);
 }
 
+TEST_CASE("store(file): the checkpointer copies the WAL into the database in the background") {
+  // About 5,000 WAL pages: past the checkpointer's trigger (4,000), short of
+  // the size at which the writer copies the WAL itself (8,000). The
+  // database file grows only when pages are copied into it.
+  TempDir dir;
+  auto store = OpenStore<FileBackend>(dir);
+  REQUIRE(store->CreateTable("acct", "wal").ok());
+  const std::string db = dir.path() + "/sub/dir/store.db";
+  const auto initial = std::filesystem::file_size(db);
+  const std::string filler(3000, 'x');  // about one page per entity
+  for (int b = 0; b < 50; ++b) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 100; ++i) {
+      ops.push_back(Insert("p", std::to_string(b * 100 + i), {{"v", Value::String(filler)}}));
+    }
+    REQUIRE(store->Apply("acct", "wal", ops, nullptr, nullptr).ok());
+  }
+  std::uintmax_t size = initial;
+  for (int i = 0; i < 500 && size < 8 * 1024 * 1024; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    size = std::filesystem::file_size(db);
+  }
+  CHECK(size >= 8 * 1024 * 1024);
+}
+
 TEST_CASE("store(file): reaping resumes after a restart") {
   TempDir dir;
   SqliteStoreOptions no_reaper = TestOptions();
