@@ -15,6 +15,7 @@
 
 #include "storage/codec.h"
 #include "storage/edm_text.h"
+#include "storage/wal_vfs.h"
 
 namespace cerulean::storage {
 
@@ -199,6 +200,14 @@ struct SqliteStore::Connection {
                       : !options.vfs.empty()      ? options.vfs.c_str()
                       : options.exclusive_process ? "unix-excl"
                                                   : nullptr;
+    // Each WAL transaction written with one pwrite (wal_vfs.h).
+    if (!options.in_memory) {
+      const char* base = vfs;
+      vfs = WalCoalescingVfs(base);
+      if (vfs == nullptr) {
+        return Status::IOError(std::string("no SQLite VFS named ") + (base ? base : "(default)"));
+      }
+    }
     int rc = sqlite3_open_v2(path.c_str(), &conn->db, flags, vfs);
     if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
     sqlite3_extended_result_codes(conn->db, 1);
@@ -562,7 +571,9 @@ Status SqliteStore::Init() {
     if (rc != SQLITE_OK || f == nullptr || f->pMethods == nullptr) {
       return Status::IOError("no WAL file to sync in " + path);
     }
-    wal_file_ = f;
+    // Synced from the syncer thread while the writer goes on: the base file,
+    // which leaves the writer's gathered frames alone.
+    wal_file_ = WalBaseFile(f);
     s = SyncWal();
     if (!s.ok()) return s;
     syncer_ = std::thread([this] { SyncLoop(); });

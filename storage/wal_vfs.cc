@@ -1,0 +1,330 @@
+#include "storage/wal_vfs.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace cerulean::storage {
+
+namespace {
+
+// A WAL frame header: page number, then the database size in pages after a
+// commit (0 in every frame but a transaction's last), salts and checksums.
+constexpr int kFrameHeaderBytes = 24;
+constexpr int kWalHeaderBytes = 32;
+// Gathered bytes past which they are written without waiting for the
+// commit (a transaction that spills many pages).
+constexpr size_t kMaxGatheredBytes = 4 * 1024 * 1024;
+
+struct ShimVfs {
+  sqlite3_vfs vfs;
+  sqlite3_vfs* base;
+  std::string name;
+};
+
+// SQLite allocates szOsFile bytes for this and never constructs it: plain
+// data only. The base VFS's file follows it in the same allocation.
+struct ShimFile {
+  sqlite3_file head;  // head.pMethods points at `methods`
+  sqlite3_io_methods methods;
+  sqlite3_file* real;
+  bool wal;
+  // Gathered writes: the bytes of [offset, offset + size).
+  sqlite3_int64 offset;
+  char* data;
+  size_t size;
+  size_t capacity;
+  // The last write was the header of a commit frame: its page completes the
+  // transaction.
+  bool commit_next;
+};
+
+ShimFile* Shim(sqlite3_file* f) { return reinterpret_cast<ShimFile*>(f); }
+sqlite3_file* Real(sqlite3_file* f) { return Shim(f)->real; }
+
+// The largest write handed to the base VFS at once: SQLite's unix VFS
+// masks a write's length with 0x1ffff, so a longer one would be cut short
+// (and fail with SQLITE_FULL).
+constexpr size_t kMaxWriteBytes = 120 * 1024;
+
+// Writes the gathered bytes, if any. The bytes are dropped either way: a
+// failed write fails the transaction, and SQLite rewrites those frames.
+int Flush(ShimFile* s) {
+  int rc = SQLITE_OK;
+  for (size_t done = 0; done < s->size && rc == SQLITE_OK;) {
+    const size_t n = std::min(kMaxWriteBytes, s->size - done);
+    rc = s->real->pMethods->xWrite(s->real, s->data + done, static_cast<int>(n),
+                                   s->offset + static_cast<sqlite3_int64>(done));
+    done += n;
+  }
+  s->size = 0;
+  return rc;
+}
+
+uint32_t ReadBigEndian32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+// --- io methods -------------------------------------------------------------
+
+int ShimClose(sqlite3_file* f) {
+  ShimFile* s = Shim(f);
+  int rc = s->wal ? Flush(s) : SQLITE_OK;
+  std::free(s->data);
+  s->data = nullptr;
+  s->capacity = 0;
+  int close_rc = s->real->pMethods->xClose(s->real);
+  return rc != SQLITE_OK ? rc : close_rc;
+}
+
+int ShimRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
+  ShimFile* s = Shim(f);
+  if (s->wal) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return s->real->pMethods->xRead(s->real, out, amount, offset);
+}
+
+int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset) {
+  ShimFile* s = Shim(f);
+  if (!s->wal || amount <= 0) return s->real->pMethods->xWrite(s->real, in, amount, offset);
+  // Only a write that continues the gathered bytes joins them.
+  if (s->size > 0 && offset != s->offset + static_cast<sqlite3_int64>(s->size)) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  const size_t n = static_cast<size_t>(amount);
+  if (s->size + n > s->capacity) {
+    size_t capacity = std::max<size_t>(64 * 1024, s->capacity * 2);
+    while (capacity < s->size + n) capacity *= 2;
+    char* grown = static_cast<char*>(std::realloc(s->data, capacity));
+    if (grown == nullptr) {
+      // Out of memory: write through.
+      int rc = Flush(s);
+      if (rc != SQLITE_OK) return rc;
+      return s->real->pMethods->xWrite(s->real, in, amount, offset);
+    }
+    s->data = grown;
+    s->capacity = capacity;
+  }
+  if (s->size == 0) s->offset = offset;
+  std::memcpy(s->data + s->size, in, n);
+  s->size += n;
+  const bool completes_commit = s->commit_next;
+  s->commit_next = false;
+  if (amount == kFrameHeaderBytes && offset >= kWalHeaderBytes) {
+    s->commit_next = ReadBigEndian32(static_cast<const unsigned char*>(in) + 4) != 0;
+  }
+  if (completes_commit || s->size >= kMaxGatheredBytes) return Flush(s);
+  return SQLITE_OK;
+}
+
+int ShimTruncate(sqlite3_file* f, sqlite3_int64 size) {
+  ShimFile* s = Shim(f);
+  if (s->wal) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return s->real->pMethods->xTruncate(s->real, size);
+}
+
+int ShimSync(sqlite3_file* f, int flags) {
+  ShimFile* s = Shim(f);
+  if (s->wal) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return s->real->pMethods->xSync(s->real, flags);
+}
+
+int ShimFileSize(sqlite3_file* f, sqlite3_int64* size) {
+  ShimFile* s = Shim(f);
+  if (s->wal) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return s->real->pMethods->xFileSize(s->real, size);
+}
+
+int ShimLock(sqlite3_file* f, int level) { return Real(f)->pMethods->xLock(Real(f), level); }
+int ShimUnlock(sqlite3_file* f, int level) { return Real(f)->pMethods->xUnlock(Real(f), level); }
+int ShimCheckReservedLock(sqlite3_file* f, int* out) {
+  return Real(f)->pMethods->xCheckReservedLock(Real(f), out);
+}
+
+int ShimFileControl(sqlite3_file* f, int op, void* arg) {
+  ShimFile* s = Shim(f);
+  if (s->wal) {
+    int rc = Flush(s);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return s->real->pMethods->xFileControl(s->real, op, arg);
+}
+
+int ShimSectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
+int ShimDeviceCharacteristics(sqlite3_file* f) {
+  return Real(f)->pMethods->xDeviceCharacteristics(Real(f));
+}
+
+int ShimShmMap(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
+  return Real(f)->pMethods->xShmMap(Real(f), region, size, extend, out);
+}
+int ShimShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
+}
+void ShimShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
+int ShimShmUnmap(sqlite3_file* f, int delete_flag) {
+  return Real(f)->pMethods->xShmUnmap(Real(f), delete_flag);
+}
+int ShimFetch(sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
+  return Real(f)->pMethods->xFetch(Real(f), offset, amount, out);
+}
+int ShimUnfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
+  return Real(f)->pMethods->xUnfetch(Real(f), offset, p);
+}
+
+// --- vfs methods ------------------------------------------------------------
+
+sqlite3_vfs* Base(sqlite3_vfs* vfs) { return static_cast<ShimVfs*>(vfs->pAppData)->base; }
+
+int ShimOpen(sqlite3_vfs* vfs, const char* name, sqlite3_file* f, int flags, int* out_flags) {
+  ShimFile* s = Shim(f);
+  std::memset(s, 0, sizeof(ShimFile));
+  s->real = reinterpret_cast<sqlite3_file*>(s + 1);
+  sqlite3_vfs* base = Base(vfs);
+  int rc = base->xOpen(base, name, s->real, flags, out_flags);
+  const sqlite3_io_methods* real_methods = s->real->pMethods;
+  if (real_methods == nullptr) return rc == SQLITE_OK ? SQLITE_CANTOPEN : rc;
+  // The base file is open (even if rc is an error), so this file must be
+  // closable: SQLite calls xClose whenever pMethods is set.
+  s->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  sqlite3_io_methods& m = s->methods;
+  m.iVersion = real_methods->iVersion;
+  m.xClose = ShimClose;
+  m.xRead = ShimRead;
+  m.xWrite = ShimWrite;
+  m.xTruncate = ShimTruncate;
+  m.xSync = ShimSync;
+  m.xFileSize = ShimFileSize;
+  m.xLock = ShimLock;
+  m.xUnlock = ShimUnlock;
+  m.xCheckReservedLock = ShimCheckReservedLock;
+  m.xFileControl = ShimFileControl;
+  m.xSectorSize = ShimSectorSize;
+  m.xDeviceCharacteristics = ShimDeviceCharacteristics;
+  if (m.iVersion >= 2) {
+    m.xShmMap = ShimShmMap;
+    m.xShmLock = ShimShmLock;
+    m.xShmBarrier = ShimShmBarrier;
+    m.xShmUnmap = ShimShmUnmap;
+  }
+  if (m.iVersion >= 3) {
+    m.xFetch = ShimFetch;
+    m.xUnfetch = ShimUnfetch;
+  }
+  s->head.pMethods = &m;
+  return rc;
+}
+
+int ShimDelete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
+  return Base(vfs)->xDelete(Base(vfs), name, sync_dir);
+}
+int ShimAccess(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
+  return Base(vfs)->xAccess(Base(vfs), name, flags, out);
+}
+int ShimFullPathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
+  return Base(vfs)->xFullPathname(Base(vfs), name, n, out);
+}
+void* ShimDlOpen(sqlite3_vfs* vfs, const char* name) { return Base(vfs)->xDlOpen(Base(vfs), name); }
+void ShimDlError(sqlite3_vfs* vfs, int n, char* out) { Base(vfs)->xDlError(Base(vfs), n, out); }
+void (*ShimDlSym(sqlite3_vfs* vfs, void* handle, const char* symbol))(void) {
+  return Base(vfs)->xDlSym(Base(vfs), handle, symbol);
+}
+void ShimDlClose(sqlite3_vfs* vfs, void* handle) { Base(vfs)->xDlClose(Base(vfs), handle); }
+int ShimRandomness(sqlite3_vfs* vfs, int n, char* out) {
+  return Base(vfs)->xRandomness(Base(vfs), n, out);
+}
+int ShimSleep(sqlite3_vfs* vfs, int micros) { return Base(vfs)->xSleep(Base(vfs), micros); }
+int ShimCurrentTime(sqlite3_vfs* vfs, double* out) {
+  return Base(vfs)->xCurrentTime(Base(vfs), out);
+}
+int ShimGetLastError(sqlite3_vfs* vfs, int n, char* out) {
+  return Base(vfs)->xGetLastError(Base(vfs), n, out);
+}
+int ShimCurrentTimeInt64(sqlite3_vfs* vfs, sqlite3_int64* out) {
+  return Base(vfs)->xCurrentTimeInt64(Base(vfs), out);
+}
+int ShimSetSystemCall(sqlite3_vfs* vfs, const char* name, sqlite3_syscall_ptr call) {
+  return Base(vfs)->xSetSystemCall(Base(vfs), name, call);
+}
+sqlite3_syscall_ptr ShimGetSystemCall(sqlite3_vfs* vfs, const char* name) {
+  return Base(vfs)->xGetSystemCall(Base(vfs), name);
+}
+const char* ShimNextSystemCall(sqlite3_vfs* vfs, const char* name) {
+  return Base(vfs)->xNextSystemCall(Base(vfs), name);
+}
+
+std::mutex registry_mu;
+// Shims by base name; never freed (SQLite keeps pointers to them).
+std::map<std::string, ShimVfs*>& Registry() {
+  static auto* registry = new std::map<std::string, ShimVfs*>();
+  return *registry;
+}
+
+}  // namespace
+
+const char* WalCoalescingVfs(const char* base_name) {
+  std::lock_guard<std::mutex> lock(registry_mu);
+  sqlite3_vfs* base = sqlite3_vfs_find(base_name);
+  if (base == nullptr) return nullptr;
+  std::string key = base->zName;
+  auto it = Registry().find(key);
+  if (it != Registry().end()) return it->second->name.c_str();
+  auto* shim = new ShimVfs{};
+  shim->base = base;
+  shim->name = "cerulean-wal-" + key;
+  sqlite3_vfs& v = shim->vfs;
+  v.iVersion = std::min(base->iVersion, 3);
+  v.szOsFile = static_cast<int>(sizeof(ShimFile)) + base->szOsFile;
+  v.mxPathname = base->mxPathname;
+  v.zName = shim->name.c_str();
+  v.pAppData = shim;
+  v.xOpen = ShimOpen;
+  v.xDelete = ShimDelete;
+  v.xAccess = ShimAccess;
+  v.xFullPathname = ShimFullPathname;
+  v.xDlOpen = ShimDlOpen;
+  v.xDlError = ShimDlError;
+  v.xDlSym = ShimDlSym;
+  v.xDlClose = ShimDlClose;
+  v.xRandomness = ShimRandomness;
+  v.xSleep = ShimSleep;
+  v.xCurrentTime = ShimCurrentTime;
+  v.xGetLastError = ShimGetLastError;
+  if (v.iVersion >= 2) v.xCurrentTimeInt64 = ShimCurrentTimeInt64;
+  if (v.iVersion >= 3) {
+    v.xSetSystemCall = ShimSetSystemCall;
+    v.xGetSystemCall = ShimGetSystemCall;
+    v.xNextSystemCall = ShimNextSystemCall;
+  }
+  if (sqlite3_vfs_register(&v, 0) != SQLITE_OK) {
+    delete shim;
+    return nullptr;
+  }
+  Registry().emplace(key, shim);
+  return shim->name.c_str();
+}
+
+sqlite3_file* WalBaseFile(sqlite3_file* file) {
+  if (file == nullptr || file->pMethods == nullptr || file->pMethods->xClose != ShimClose) {
+    return file;
+  }
+  return Shim(file)->real;
+}
+
+}  // namespace cerulean::storage
