@@ -16,8 +16,8 @@ namespace {
 // commit (0 in every frame but a transaction's last), salts and checksums.
 constexpr int kFrameHeaderBytes = 24;
 constexpr int kWalHeaderBytes = 32;
-// Gathered bytes past which they are written without waiting for the
-// commit (a transaction that spills many pages).
+// The most bytes gathered: a transaction that spills more pages has them
+// written before the commit.
 constexpr size_t kMaxGatheredBytes = 4 * 1024 * 1024;
 
 struct ShimVfs {
@@ -93,15 +93,18 @@ int ShimRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
 int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset) {
   ShimFile* s = Shim(f);
   if (!s->wal || amount <= 0) return s->real->pMethods->xWrite(s->real, in, amount, offset);
-  // Only a write that continues the gathered bytes joins them.
-  if (s->size > 0 && offset != s->offset + static_cast<sqlite3_int64>(s->size)) {
+  const size_t n = static_cast<size_t>(amount);
+  // Only a write that continues the gathered bytes joins them, and only
+  // while they stay within kMaxGatheredBytes (the buffer's largest size).
+  if (s->size > 0 && (offset != s->offset + static_cast<sqlite3_int64>(s->size) ||
+                      s->size + n > kMaxGatheredBytes)) {
     int rc = Flush(s);
     if (rc != SQLITE_OK) return rc;
   }
-  const size_t n = static_cast<size_t>(amount);
   if (s->size + n > s->capacity) {
     size_t capacity = std::max<size_t>(64 * 1024, s->capacity * 2);
     while (capacity < s->size + n) capacity *= 2;
+    capacity = std::max(s->size + n, std::min(capacity, kMaxGatheredBytes));
     char* grown = static_cast<char*>(std::realloc(s->data, capacity));
     if (grown == nullptr) {
       // Out of memory: write through.
@@ -120,7 +123,7 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
   if (amount == kFrameHeaderBytes && offset >= kWalHeaderBytes) {
     s->commit_next = ReadBigEndian32(static_cast<const unsigned char*>(in) + 4) != 0;
   }
-  if (completes_commit || s->size >= kMaxGatheredBytes) return Flush(s);
+  if (completes_commit) return Flush(s);
   return SQLITE_OK;
 }
 
