@@ -65,6 +65,9 @@ int Flush(ShimFile* s) {
   return rc;
 }
 
+// Writes what a WAL file has gathered before any other use of the file.
+int FlushIfWal(ShimFile* s) { return s->wal ? Flush(s) : SQLITE_OK; }
+
 uint32_t ReadBigEndian32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
@@ -73,7 +76,7 @@ uint32_t ReadBigEndian32(const unsigned char* p) {
 
 int ShimClose(sqlite3_file* f) {
   ShimFile* s = Shim(f);
-  int rc = s->wal ? Flush(s) : SQLITE_OK;
+  int rc = FlushIfWal(s);
   std::free(s->data);
   s->data = nullptr;
   s->capacity = 0;
@@ -83,11 +86,8 @@ int ShimClose(sqlite3_file* f) {
 
 int ShimRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
   ShimFile* s = Shim(f);
-  if (s->wal) {
-    int rc = Flush(s);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return s->real->pMethods->xRead(s->real, out, amount, offset);
+  int rc = FlushIfWal(s);
+  return rc != SQLITE_OK ? rc : s->real->pMethods->xRead(s->real, out, amount, offset);
 }
 
 int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset) {
@@ -129,29 +129,20 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
 
 int ShimTruncate(sqlite3_file* f, sqlite3_int64 size) {
   ShimFile* s = Shim(f);
-  if (s->wal) {
-    int rc = Flush(s);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return s->real->pMethods->xTruncate(s->real, size);
+  int rc = FlushIfWal(s);
+  return rc != SQLITE_OK ? rc : s->real->pMethods->xTruncate(s->real, size);
 }
 
 int ShimSync(sqlite3_file* f, int flags) {
   ShimFile* s = Shim(f);
-  if (s->wal) {
-    int rc = Flush(s);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return s->real->pMethods->xSync(s->real, flags);
+  int rc = FlushIfWal(s);
+  return rc != SQLITE_OK ? rc : s->real->pMethods->xSync(s->real, flags);
 }
 
 int ShimFileSize(sqlite3_file* f, sqlite3_int64* size) {
   ShimFile* s = Shim(f);
-  if (s->wal) {
-    int rc = Flush(s);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return s->real->pMethods->xFileSize(s->real, size);
+  int rc = FlushIfWal(s);
+  return rc != SQLITE_OK ? rc : s->real->pMethods->xFileSize(s->real, size);
 }
 
 int ShimLock(sqlite3_file* f, int level) { return Real(f)->pMethods->xLock(Real(f), level); }
@@ -162,11 +153,8 @@ int ShimCheckReservedLock(sqlite3_file* f, int* out) {
 
 int ShimFileControl(sqlite3_file* f, int op, void* arg) {
   ShimFile* s = Shim(f);
-  if (s->wal) {
-    int rc = Flush(s);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return s->real->pMethods->xFileControl(s->real, op, arg);
+  int rc = FlushIfWal(s);
+  return rc != SQLITE_OK ? rc : s->real->pMethods->xFileControl(s->real, op, arg);
 }
 
 int ShimSectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
