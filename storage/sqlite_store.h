@@ -69,6 +69,9 @@ struct SqliteStoreOptions {
   bool exclusive_process = true;
   // Name of a registered sqlite3_vfs to open the file with; empty for
   // SQLite's default. The seam through which tests observe or inject I/O.
+  // Either way the store opens its files through the WAL write-gathering
+  // shim (wal_vfs.h) on top of it, so this VFS sees each WAL transaction
+  // as a few large writes.
   std::string vfs;
 };
 
