@@ -32,7 +32,7 @@ struct ShimFile {
   sqlite3_file head;  // head.pMethods points at `methods`
   sqlite3_io_methods methods;
   sqlite3_file* real;
-  bool wal;
+  bool wal;  // a WAL file that gathers writes
   // Gathered writes: the bytes of [offset, offset + size).
   sqlite3_int64 offset;
   char* data;
@@ -107,8 +107,10 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
     capacity = std::max(s->size + n, std::min(capacity, kMaxGatheredBytes));
     char* grown = static_cast<char*>(std::realloc(s->data, capacity));
     if (grown == nullptr) {
-      // Out of memory: write through.
+      // Out of memory: this file writes through from now on (gathering
+      // only part of a transaction could miss its commit frame).
       int rc = Flush(s);
+      s->wal = false;
       if (rc != SQLITE_OK) return rc;
       return s->real->pMethods->xWrite(s->real, in, amount, offset);
     }
