@@ -72,8 +72,9 @@ class HttpSession {
   HttpResponse response_;
   std::string peer_;
   std::uint64_t drain_left_ = 0;  // bytes still to drop before closing
-  // The read buffer's size; the larger one once the last request's body
-  // did not fit the smaller (DoRead).
+  // The read buffer's capacity (DoRead): the larger one after a request
+  // whose body did not fit the smaller; a buffer never shrinks, so a
+  // connection holds at most the larger.
   static constexpr size_t kReadBufferBytes = 8 * 1024;
   static constexpr size_t kLargeReadBufferBytes = 64 * 1024;
   bool large_bodies_ = false;
