@@ -9,12 +9,14 @@
 #   bash scripts/profile.sh upsert|batch ...
 #   bash scripts/profile.sh range  ...   # starts-with $top=100 over 100k entities of one partition
 #   bash scripts/profile.sh page   ...   # the first 1,000-entity page of that table (a scan page)
+#   bash scripts/profile.sh chrono ...   # newest 20 of a device: 50 devices x 400 reverse-ticks events
 #
 # Environment: PROFILER=callgrind (default; instructions, exclusive and
 # inclusive), perf (cycles, kernel included), strace (system calls counted;
 # STRACE_ARGS replaces -c, e.g. "-T -e trace=fdatasync" for sync latencies)
-# or none (wrk's figures and the server's CPU time per request, the
-# server pinned to CPU 1 as the bench pins it); BUILD_DIR (default build);
+# or none (wrk's figures and the server's CPU time per request). perf,
+# strace and none pin the server to CPU 1 as the bench pins it (one I/O
+# thread); callgrind runs it unpinned. BUILD_DIR (default build);
 # BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
 
@@ -40,10 +42,10 @@ case $profiler in
       "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   perf)
-    perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    taskset -c 1 perf record -g -o "$out_dir/perf.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   strace)
-    strace ${STRACE_ARGS:--c} -f -o "$out_dir/strace.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
+    taskset -c 1 strace ${STRACE_ARGS:--c} -f -o "$out_dir/strace.$mode" "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
     ;;
   none)
     taskset -c 1 "$bin" "${args[@]}" >"$out_dir/server.log" 2>&1 &
@@ -87,6 +89,14 @@ sas=$(cd "$bench" && node -e '
       rest.close();
       if (r.loaded !== 100000) throw new Error("range load: " + JSON.stringify(r).slice(0, 400));
     }
+    if (process.argv[1] === "chrono") {
+      // The bench chrono table: 50 devices x 400 events, RowKey = MaxTicks - ticks.
+      const { TableRest, bulkLoad, chronoKeys } = require("./lib/rest.js");
+      const rest = new TableRest({ endpoint: url, account: "devstoreaccount1", sas });
+      const r = await bulkLoad(rest, "prof", { total: 20000, keysAt: (i) => chronoKeys(i, 400), seed: 7 });
+      rest.close();
+      if (r.loaded !== 20000) throw new Error("chrono load: " + JSON.stringify(r).slice(0, 400));
+    }
     process.stdout.write(sas);
   })().catch(e => { console.error(e); process.exit(1); });
 ' "$mode")
@@ -103,7 +113,7 @@ if [[ $mode == page ]]; then
 fi
 taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
   mode="$wrk_mode" base="$base" table=prof sas="$sas" n=10000 per=100 nparts=1 \
-  origin="http://127.0.0.1:$port" prefix=prof | tee "$out_dir/wrk.$mode"
+  origin="http://127.0.0.1:$port" prefix=prof ndev=50 | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 cpu_after=$(cpu_ticks)
 awk -v t=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
