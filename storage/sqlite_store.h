@@ -166,8 +166,14 @@ class SqliteStore final : public Store {
   // op first, then writes them all. On a refusal nothing was written and
   // p->failed is the failing op's index; *wrote says whether writing began
   // (a failure after that is SQLite's, and the transaction must be
-  // abandoned). REQUIRES: writer_mu_ held.
-  Status ApplyOps(Connection* w, PendingApply* p, bool* wrote);
+  // abandoned). `table_id` remembers the last table the group looked up
+  // (id 0: none yet), valid for the group's transaction: no Apply creates or
+  // drops a table. REQUIRES: writer_mu_ held.
+  struct GroupTableId {
+    std::string account, table;
+    int64_t id = 0;
+  };
+  Status ApplyOps(Connection* w, PendingApply* p, GroupTableId* table_id, bool* wrote);
   // Commits the Applies of `group` in one transaction (one fsync); a
   // refused Apply writes nothing, so the others commit.
   void CommitGroup(const std::vector<PendingApply*>& group);

@@ -820,6 +820,74 @@ TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, Memo
   CHECK(store->GetEntity("acct", "t", "shared", "counter")->Find("n")->int64() == increments);
 }
 
+TEST_CASE_TEMPLATE("store: writes queued together for several tables each land in their own", B,
+                   FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "a").ok());
+  REQUIRE(store->CreateTable("acct", "b").ok());
+  REQUIRE(store->CreateTable("other", "a").ok());
+  // Queued from several threads so that groups mix tables, accounts, a
+  // table named in another case and a missing table.
+  const std::vector<std::pair<std::string, std::string>> targets = {
+      {"acct", "a"}, {"acct", "b"}, {"other", "a"}, {"acct", "A"}, {"acct", "missing"}};
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50;
+  std::mutex mu;
+  std::map<std::string, Status> outcomes;  // row key -> status
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const auto& [account, table] = targets[static_cast<size_t>(i + t) % targets.size()];
+        std::string rk = account + "/" + table + "/" + std::to_string(t * 1000 + i);
+        store->ApplyAsync(account, table, {Insert("p", rk)}, [&, rk](ApplyOutcome out) {
+          std::lock_guard<std::mutex> lock(mu);
+          outcomes[rk] = out.status;
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  store->Flush();
+  REQUIRE(outcomes.size() == kThreads * kPerThread);
+  std::map<std::string, size_t> expected;  // "account/lower table" -> rows
+  for (const auto& [rk, status] : outcomes) {
+    CAPTURE(rk);
+    std::string account = rk.substr(0, rk.find('/'));
+    std::string table = rk.substr(account.size() + 1, rk.rfind('/') - account.size() - 1);
+    if (table == "missing") {
+      CHECK(status.code() == StatusCode::kTableNotFound);
+      continue;
+    }
+    REQUIRE(status.ok());
+    CHECK(store->GetEntity(account, table, "p", rk).ok());
+    ++expected[account + "/" + (table == "A" ? std::string("a") : table)];
+  }
+  const std::vector<std::pair<std::string, std::string>> tables = {
+      {"acct", "a"}, {"acct", "b"}, {"other", "a"}};
+  for (const auto& t : tables) {
+    CAPTURE(t.first);
+    CAPTURE(t.second);
+    ScanRequest req;
+    ScanResult res;
+    Status s = store->Scan(t.first, t.second, req, &res);
+    REQUIRE(s.ok());
+    CHECK_FALSE(res.next.has_value());
+    CHECK(res.entities.size() == expected[t.first + "/" + t.second]);
+  }
+
+  SUBCASE("a table dropped and created again between writes gets the later ones") {
+    REQUIRE(store->Apply("acct", "b", {Insert("q", "before")}, nullptr, nullptr).ok());
+    REQUIRE(store->DeleteTable("acct", "b").ok());
+    REQUIRE(store->CreateTable("acct", "b").ok());
+    REQUIRE(store->Apply("acct", "b", {Insert("q", "after")}, nullptr, nullptr).ok());
+    auto rows = ScanAll(*store, "b", {});
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].row_key == "after");
+  }
+}
+
 TEST_CASE_TEMPLATE("store: ApplyAsync commits queued writes, each atomically, callbacks in order",
                    B, FileBackend, MemoryBackend) {
   TempDir dir;
