@@ -408,12 +408,20 @@ bool IsHexDigit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+// IsPlainPathChar of every byte, looked up: a request target (~250 bytes
+// with a SAS) was ~2k instructions of a point read tested char by char.
+constexpr std::array<bool, 256> kPlainPathChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) table[c] = IsPlainPathChar(static_cast<unsigned char>(c));
+  return table;
+}();
+
 // True iff every character of s is allowed (plus '?' when in_query) and
 // every '%' is followed by two hex digits.
 bool IsPlainComponent(std::string_view s, bool in_query) {
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (IsPlainPathChar(c) || (in_query && c == '?')) continue;
+    if (kPlainPathChars[c] || (in_query && c == '?')) continue;
     if (c == '%' && i + 2 < s.size() && IsHexDigit(s[i + 1]) && IsHexDigit(s[i + 2])) {
       i += 2;
       continue;
@@ -596,14 +604,16 @@ std::string NewRequestId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char kHex[] = "0123456789abcdef";
   uint64_t a = rng(), b = rng();
-  std::string out;
-  out.reserve(36);
+  // Composed in place (appending 36 characters one by one was ~1k
+  // instructions per request).
+  char out[36];
+  char* p = out;
   for (int i = 0; i < 32; ++i) {
-    if (i == 8 || i == 12 || i == 16 || i == 20) out += '-';
+    if (i == 8 || i == 12 || i == 16 || i == 20) *p++ = '-';
     uint64_t v = i < 16 ? a : b;
-    out += kHex[(v >> ((i % 16) * 4)) & 15];
+    *p++ = kHex[(v >> ((i % 16) * 4)) & 15];
   }
-  return out;
+  return std::string(out, sizeof out);
 }
 
 }  // namespace cerulean::server

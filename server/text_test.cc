@@ -7,6 +7,7 @@
 #include <boost/url/pct_string_view.hpp>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <string>
 
 namespace cerulean::server {
@@ -261,6 +262,24 @@ TEST_CASE("HttpDateNow is an RFC 1123 date that ParseHttpDate reads back") {
   CHECK(now.ends_with(" GMT"));
   CHECK(ParseHttpDate(now).has_value());
   CHECK(HttpDateNow().size() == 29);  // cached within the second
+}
+
+TEST_CASE("NewRequestId is a lowercase GUID, different every time") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string id = NewRequestId();
+    CAPTURE(id);
+    REQUIRE(id.size() == 36);
+    for (size_t k = 0; k < id.size(); ++k) {
+      if (k == 8 || k == 13 || k == 18 || k == 23) {
+        CHECK(id[k] == '-');
+      } else {
+        CHECK(((id[k] >= '0' && id[k] <= '9') || (id[k] >= 'a' && id[k] <= 'f')));
+      }
+    }
+    seen.insert(id);
+  }
+  CHECK(seen.size() == 1000);
 }
 
 }  // namespace cerulean::server
