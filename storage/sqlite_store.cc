@@ -483,9 +483,9 @@ Status SqliteStore::Init() {
   Connection* w = writer_.get();
   // The writer's temporary files in memory. In memory mode nothing, not
   // even a sorter spill file, touches the disk. On disk it is the savepoint
-  // journal of ApplyOps: SQLite keeps it in memory up to 64 KiB and then
-  // wrote it to a temporary file, the original of every page an Apply
-  // changes, in two pwrites each (4-byte page number, 4 KiB page); a batch
+  // journal of ApplyOps, the original of every page an Apply changes: SQLite
+  // keeps it in memory up to 64 KiB and otherwise writes it to a temporary
+  // file, two pwrites a page (4-byte page number, 4 KiB page); a batch
   // of 100 inserts at 100 places of a large partition (the bench's bulk
   // load) changes ~100 pages. Bounded by one Apply (at most 100 entities),
   // so a few hundred KiB at most, freed at RELEASE. Measured with the bench's
