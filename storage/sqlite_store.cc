@@ -966,6 +966,10 @@ constexpr size_t kMaxGroupOps = 1024;
 constexpr size_t kLargeApplyOps = 32;
 
 struct SqliteStore::PendingApply {
+  // A batch-sized Apply: it starts a commit at once instead of waiting for
+  // others to share it (Enqueue, CommitLoop, SyncLoop).
+  bool large() const { return ops.size() >= kLargeApplyOps; }
+
   std::string account;
   std::string table;
   std::vector<WriteOp> ops;
@@ -1235,7 +1239,7 @@ bool SqliteStore::GroupQueued() {
 }
 
 void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
-  const bool large = p->ops.size() >= kLargeApplyOps;
+  const bool large = p->large();
   bool wake;
   {
     std::lock_guard<std::mutex> lock(group_mu_);
@@ -1276,7 +1280,7 @@ void SqliteStore::CommitLoop() {
     // alternating runs each). With nothing else runnable on this core the
     // yield returns at once. Large Applies were asked to start at once
     // (Enqueue) and do not wait.
-    if (group_queue_.size() < kMaxGroup && group_queue_.front()->ops.size() < kLargeApplyOps) {
+    if (group_queue_.size() < kMaxGroup && !group_queue_.front()->large()) {
       lock.unlock();
       sched_yield();
       lock.lock();
@@ -1334,9 +1338,8 @@ void SqliteStore::SyncLoop() {
     // upserts 22.1-22.5k -> 22.7-23.4k). Not for batches: at four in
     // flight they lost ~9 % (the core idled while each waited for the
     // other's commit).
-    bool small = true;
-    for (const auto& p : sync_queue_) small &= p->ops.size() < kLargeApplyOps;
-    if (small) {
+    if (std::none_of(sync_queue_.begin(), sync_queue_.end(),
+                     [](const auto& p) { return p->large(); })) {
       lock.unlock();
       sched_yield();
       lock.lock();
