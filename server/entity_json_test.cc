@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "server/query_options.h"
 #include "server/router.h"
@@ -265,6 +266,30 @@ TEST_CASE("a stored row renders as its decoded entity does") {
   std::string out;
   JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
   CHECK(AppendEntityRowJson(&out, row, ctx).code() == storage::StatusCode::kCorruption);
+}
+
+TEST_CASE("an entity whose JSON outgrows the writer's kept buffer renders whole") {
+  // 20,000 control characters become 120,000 bytes of \u0001 escapes; the
+  // binary value is 3 KiB of base64.
+  Entity e = MustParse(R"({"PartitionKey":"p","RowKey":"r"})");
+  e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
+  e.properties.push_back({"S", Value::String(std::string(20000, '\x01'))});
+  e.properties.push_back({"Y", Value::FromBinary(std::string(2304, '\xff'))});
+  std::string blob;
+  storage::EncodeProperties(e.properties, &blob);
+  storage::EntityRow row;
+  row.partition_key = e.partition_key;
+  row.row_key = e.row_key;
+  row.timestamp = e.timestamp;
+  row.properties = blob;
+  JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
+  std::string from_row = "[";
+  REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
+  CHECK(from_row.substr(1) == Render(e, Metadata::kMinimal));
+  auto parsed = nlohmann::json::parse(from_row.substr(1));
+  CHECK(parsed["S"].get<std::string>() == std::string(20000, '\x01'));
+  CHECK(parsed["Y"].get<std::string>() == std::string(3072, '/'));
+  CHECK(parsed["Y@odata.type"] == "Edm.Binary");
 }
 
 TEST_CASE("select renders missing properties as null") {

@@ -141,61 +141,79 @@ bool HasControlChar(std::string_view s) {
       [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7F; });
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
+char* WriteJsonString(char* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  size_t plain = JsonPlainPrefix(s);
-  out->reserve(out->size() + s.size() + 2);
-  out->push_back('"');
-  out->append(s.data(), plain);
-  for (size_t i = plain; i < s.size();) {
-    if (size_t end =
-            AppendPlainRun(out, s, i, [](unsigned char c) { return c == '"' || c == '\\'; });
-        end > i) {
-      i = end;
+  auto put = [&out](std::string_view piece) {
+    std::memcpy(out, piece.data(), piece.size());
+    out += piece.size();
+  };
+  *out++ = '"';
+  size_t i = JsonPlainPrefix(s);
+  put(s.substr(0, i));
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      *out++ = static_cast<char>(c);
+      ++i;
       continue;
     }
-    unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
         case '"':
-          *out += "\\\"";
+          put("\\\"");
           break;
         case '\\':
-          *out += "\\\\";
+          put("\\\\");
           break;
         case '\n':
-          *out += "\\n";
+          put("\\n");
           break;
         case '\r':
-          *out += "\\r";
+          put("\\r");
           break;
         case '\t':
-          *out += "\\t";
+          put("\\t");
           break;
         case '\b':
-          *out += "\\b";
+          put("\\b");
           break;
         case '\f':
-          *out += "\\f";
+          put("\\f");
           break;
         default:
-          *out += "\\u00";
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
+          put("\\u00");
+          *out++ = kHex[c >> 4];
+          *out++ = kHex[c & 15];
       }
       ++i;
       continue;
     }
     size_t n = Utf8SeqLen(s, i);
     if (n == 0) {
-      *out += "\\ufffd";
+      put("\\ufffd");
       ++i;
     } else {
-      out->append(s.substr(i, n));
+      put(s.substr(i, n));
       i += n;
     }
   }
-  out->push_back('"');
+  *out++ = '"';
+  return out;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  size_t start = out->size();
+  if (JsonPlainPrefix(s) == s.size()) {
+    out->resize(start + s.size() + 2);
+    char* p = out->data() + start;
+    *p++ = '"';
+    std::memcpy(p, s.data(), s.size());
+    p[s.size()] = '"';
+    return;
+  }
+  out->resize(start + JsonStringBound(s.size()));
+  char* end = WriteJsonString(out->data() + start, s);
+  out->resize(static_cast<size_t>(end - out->data()));
 }
 
 namespace {
@@ -275,12 +293,20 @@ void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
 }
 
 void AppendBase64(std::string* out, std::string_view bytes) {
+  // EVP_EncodeBlock's terminating NUL goes where std::string keeps its own.
   size_t start = out->size();
   out->resize(start + 4 * ((bytes.size() + 2) / 3));
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out->data() + start),
                           reinterpret_cast<const unsigned char*>(bytes.data()),
                           static_cast<int>(bytes.size()));
   out->resize(start + static_cast<size_t>(n));
+}
+
+char* WriteBase64(char* out, std::string_view bytes) {
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  return out + n;
 }
 
 std::string Base64Encode(std::string_view bytes) {

@@ -21,6 +21,11 @@ bool HasControlChar(std::string_view s);
 // Appends `s` as a JSON string literal (with quotes). Invalid UTF-8 bytes are
 // written as U+FFFD.
 void AppendJsonString(std::string* out, std::string_view s);
+// The most bytes WriteJsonString writes for a string of `size` bytes.
+constexpr size_t JsonStringBound(size_t size) { return 6 * size + 2; }
+// Writes what AppendJsonString appends to `out`, which has room for
+// JsonStringBound(s.size()) bytes; returns the end of what it wrote.
+char* WriteJsonString(char* out, std::string_view s);
 
 // Appends `s` as XML 1.0 character data, or as an attribute value to be
 // enclosed in double quotes iff `attribute`: escapes '&', '<', '>' (and '"'
@@ -33,6 +38,12 @@ void AppendXmlText(std::string* out, std::string_view s, bool attribute = false)
 std::string Base64Encode(std::string_view bytes);
 // Appends Base64Encode(bytes) to *out.
 void AppendBase64(std::string* out, std::string_view bytes);
+// The most bytes WriteBase64 writes for `size` bytes (a terminating NUL
+// included, which it writes too but does not count).
+constexpr size_t Base64Bound(size_t size) { return 4 * ((size + 2) / 3) + 1; }
+// Writes Base64Encode(bytes) to `out`, which has room for
+// Base64Bound(bytes.size()) bytes; returns the end of the text.
+char* WriteBase64(char* out, std::string_view bytes);
 // Strict RFC 4648 base64; missing padding accepted; nullopt on any character
 // outside the alphabet.
 std::optional<std::string> Base64Decode(std::string_view text);

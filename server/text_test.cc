@@ -201,6 +201,11 @@ TEST_CASE("AppendJsonString writes every string so that a JSON parser reads it b
     REQUIRE_FALSE(parsed.is_discarded());
     REQUIRE(parsed.is_string());
     CHECK(parsed.get<std::string>() == back);
+    // WriteJsonString writes the same within its bound.
+    std::string raw(JsonStringBound(in.size()), '\0');
+    char* end = WriteJsonString(raw.data(), in);
+    REQUIRE(end <= raw.data() + raw.size());
+    CHECK(std::string_view(raw.data(), static_cast<size_t>(end - raw.data())) == out.substr(6));
   }
 }
 
