@@ -265,19 +265,20 @@ std::optional<uint32_t> ParseIpv4(std::string_view s) {
 }
 
 std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request& req,
-                                         const std::string& st, const std::string& se,
-                                         const std::string& spr, const std::string& sip) {
+                                         std::string_view st, std::string_view se,
+                                         std::string_view spr, std::string_view sip) {
   int64_t now = storage::NowTicks();
   if (se.empty()) return AuthFailed("Signed expiry time is missing.");
   auto expiry = ParseSasTime(se);
   if (!expiry) return AuthFailed("Signed expiry time is not valid.");
   if (now >= *expiry)
-    return AuthFailed("Signed expiry time [" + se +
+    return AuthFailed("Signed expiry time [" + std::string(se) +
                       "] must be after signed start time and current time.");
   if (!st.empty()) {
     auto start = ParseSasTime(st);
     if (!start) return AuthFailed("Signed start time is not valid.");
-    if (now < *start) return AuthFailed("Signed start time [" + st + "] is in the future.");
+    if (now < *start)
+      return AuthFailed("Signed start time [" + std::string(st) + "] is in the future.");
   }
   if (!spr.empty()) {
     if (spr != "https" && spr != "https,http" && spr != "http,https") return AuthFailed();
@@ -287,8 +288,8 @@ std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request
   if (!sip.empty()) {
     auto peer = ParseIpv4(req.peer_address);
     size_t dash = sip.find('-');
-    auto lo = ParseIpv4(std::string_view(sip).substr(0, dash));
-    auto hi = dash == std::string::npos ? lo : ParseIpv4(std::string_view(sip).substr(dash + 1));
+    auto lo = ParseIpv4(sip.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseIpv4(sip.substr(dash + 1));
     if (!lo || !hi) return AuthFailed("The sip field is not valid.");
     if (!peer || *peer < *lo || *peer > *hi) {
       return ErrorReply(
@@ -308,22 +309,33 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   for (char& c : sig) {
     if (c == ' ') c = '+';
   }
-  std::string sv = Param(*req, "sv"), sp = Param(*req, "sp"), st = Param(*req, "st"),
-              se = Param(*req, "se"), sip = Param(*req, "sip"), spr = Param(*req, "spr");
+  std::string sv = Param(*req, "sv");
   if (sv.size() != 10 || sv < "2012-02-12") return AuthFailed("The signed version is not valid.");
   req->version = sv;
   AuthGrant& g = req->grant;
 
   if (req->query.Get("ss") || req->query.Get("srt")) {
-    std::string ss = Param(*req, "ss"), srt = Param(*req, "srt");
-    std::string sts = req->account + "\n" + sp + "\n" + ss + "\n" + srt + "\n" + st + "\n" + se +
-                      "\n" + sip + "\n" + spr + "\n" + sv + "\n";
-    if (sv >= "2020-12-06") sts += Param(*req, "ses") + "\n";
+    // Account SAS: the fields are read in place.
+    auto field = [req](std::string_view name) {
+      return req->query.Get(name).value_or(std::string_view());
+    };
+    std::string_view sp = field("sp"), st = field("st"), se = field("se"), sip = field("sip"),
+                     spr = field("spr"), ss = field("ss"), srt = field("srt");
+    std::string_view ses = sv >= "2020-12-06" ? field("ses") : "";
+    // Composed in one buffer: the chain of + that composed it made a
+    // string per field.
+    std::string sts;
+    const std::string_view fields[] = {req->account, sp, ss, srt, st, se, sip, spr, sv};
+    size_t size = ses.size() + 1;
+    for (std::string_view f : fields) size += f.size() + 1;
+    sts.reserve(size);
+    for (std::string_view f : fields) sts.append(f).push_back('\n');
+    if (sv >= "2020-12-06") sts.append(ses).push_back('\n');
     if (!MatchesAnyKey(*account, sts, sig)) {
       return AuthFailed("Signature did not match. String to sign used was " + sts);
     }
     if (auto err = CheckSasCommon(ctx, *req, st, se, spr, sip)) return err;
-    if (ss.find('t') == std::string::npos)
+    if (ss.find('t') == std::string_view::npos)
       return ErrorReply(AzureError::kAuthorizationServiceMismatch);
     g.kind = AuthGrant::Kind::kAccountSas;
     g.permissions = sp;
@@ -331,6 +343,9 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
     return std::nullopt;
   }
 
+  // Service SAS: a stored access policy may complete the fields.
+  std::string sp = Param(*req, "sp"), st = Param(*req, "st"), se = Param(*req, "se"),
+              sip = Param(*req, "sip"), spr = Param(*req, "spr");
   std::string tn = Param(*req, "tn"), si = Param(*req, "si");
   std::string spk = Param(*req, "spk"), srk = Param(*req, "srk"), epk = Param(*req, "epk"),
               erk = Param(*req, "erk");

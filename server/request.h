@@ -124,6 +124,8 @@ class QueryParams {
   void Add(std::string name, std::string value) {
     params_.emplace_back(std::move(name), std::move(value));
   }
+  // Room for `n` parameters in all (a SAS alone brings eight or nine).
+  void Reserve(size_t n) { params_.reserve(n); }
   // First value of `name`, or nullopt.
   std::optional<std::string_view> Get(std::string_view name) const;
   size_t Count(std::string_view name) const;
