@@ -758,10 +758,7 @@ class EntityWriter {
   explicit EntityWriter(char* p) : p_(p) {}
   char* end() const { return p_; }
 
-  void Put(std::string_view piece) {
-    std::memcpy(p_, piece.data(), piece.size());
-    p_ += piece.size();
-  }
+  void Put(std::string_view piece) { p_ = CopyBytes(p_, piece.data(), piece.size()); }
   void Char(char c) { *p_++ = c; }
   void String(std::string_view s) { p_ = WriteJsonString(p_, s); }
   // ,"name": for a name that needs escaping (a $select name, a literal).

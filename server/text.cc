@@ -143,10 +143,7 @@ bool HasControlChar(std::string_view s) {
 
 char* WriteJsonString(char* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  auto put = [&out](std::string_view piece) {
-    std::memcpy(out, piece.data(), piece.size());
-    out += piece.size();
-  };
+  auto put = [&out](std::string_view piece) { out = CopyBytes(out, piece.data(), piece.size()); };
   *out++ = '"';
   size_t i = JsonPlainPrefix(s);
   put(s.substr(0, i));

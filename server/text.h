@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,31 @@ bool HasControlChar(std::string_view s);
 // Appends `s` as a JSON string literal (with quotes). Invalid UTF-8 bytes are
 // written as U+FFFD.
 void AppendJsonString(std::string* out, std::string_view s);
+// Copies n bytes from src to dst (not overlapping) and returns dst + n.
+// Copies of up to 16 bytes (names, keys, words) are made inline: through
+// std::memcpy with a size the compiler does not know they were calls into
+// the C library, ~40 per serialised entity (perf: a tenth of a query page).
+inline char* CopyBytes(char* dst, const char* src, size_t n) {
+  if (n > 16) {
+    std::memcpy(dst, src, n);
+  } else if (n >= 8) {
+    uint64_t head, tail;
+    std::memcpy(&head, src, 8);
+    std::memcpy(&tail, src + n - 8, 8);
+    std::memcpy(dst, &head, 8);
+    std::memcpy(dst + n - 8, &tail, 8);
+  } else if (n >= 4) {
+    uint32_t head, tail;
+    std::memcpy(&head, src, 4);
+    std::memcpy(&tail, src + n - 4, 4);
+    std::memcpy(dst, &head, 4);
+    std::memcpy(dst + n - 4, &tail, 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+  return dst + n;
+}
+
 // The most bytes WriteJsonString writes for a string of `size` bytes.
 constexpr size_t JsonStringBound(size_t size) { return 6 * size + 2; }
 // Writes what AppendJsonString appends to `out`, which has room for
