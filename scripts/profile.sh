@@ -5,6 +5,7 @@
 # string, as the bench does), stops it and prints the top functions.
 #
 #   bash scripts/profile.sh point  [seconds] [connections]   # point reads of 10k entities
+#   bash scripts/profile.sh point100k ...  # point reads of the range table's 100k entities
 #   bash scripts/profile.sh insert [seconds] [connections]
 #   bash scripts/profile.sh upsert|batch ...
 #   bash scripts/profile.sh range  ...   # starts-with $top=100 over 100k entities of one partition
@@ -81,7 +82,7 @@ sas=$(cd "$bench" && node -e '
         await t.submitTransaction(ops);
       }
     }
-    if (process.argv[1] === "range" || process.argv[1] === "page") {
+    if (["range", "page", "point100k"].includes(process.argv[1])) {
       // The bench range table: 100k entities of its ~500-byte shape in one partition.
       const { TableRest, bulkLoad, keyedKeys } = require("./lib/rest.js");
       const rest = new TableRest({ endpoint: url, account: "devstoreaccount1", sas });
@@ -106,13 +107,16 @@ sas=$(cd "$bench" && node -e '
 # request is steadier than requests/s on a shared machine.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 cpu_before=$(cpu_ticks)
-base=/devstoreaccount1 wrk_mode=$mode
-if [[ $mode == page ]]; then
+base=/devstoreaccount1 wrk_mode=$mode n=10000 per=100
+if [[ $mode == point100k ]]; then
+  # The bench's point-read@100k: random keys of the 100k-entity range table.
+  wrk_mode=point n=100000 per=100000
+elif [[ $mode == page ]]; then
   # The Lua script's "static" mode GETs base + "/": a query without a filter.
   base="/devstoreaccount1/prof()?$sas&page=" wrk_mode=static
 fi
 taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
-  mode="$wrk_mode" base="$base" table=prof sas="$sas" n=10000 per=100 nparts=1 \
+  mode="$wrk_mode" base="$base" table=prof sas="$sas" n="$n" per="$per" nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof ndev=50 | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 cpu_after=$(cpu_ticks)
