@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -955,13 +956,14 @@ void AppendBounded(std::string* out, size_t bound, Write write) {
     buf = large.get();
   }
   char* end = write(buf);
+  assert(end <= buf + bound);  // else the bound is wrong: tested in entity_json_test.cc
   out->append(buf, static_cast<size_t>(end - buf));
 }
 
 }  // namespace
 
-void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx, bool element,
-                      const std::vector<std::string>* select) {
+size_t EntityJsonBound(const Entity& e, const JsonContext& ctx, bool element,
+                       const std::vector<std::string>* select) {
   size_t bound = 2 + HeadBound(e.partition_key, e.row_key, ctx, element);
   auto value_bytes = [](const Value& v) {
     return v.type() == EdmType::kString || v.type() == EdmType::kBinary ? v.view().bytes.size() : 0;
@@ -975,6 +977,19 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
                             : JsonStringBound(name.size()) + 8;
     }
   }
+  return bound;
+}
+
+size_t EntityRowJsonBound(const storage::EntityRow& row, size_t property_count,
+                          const JsonContext& ctx) {
+  // Names and values are at most the encoding's bytes.
+  return 2 + HeadBound(row.partition_key, row.row_key, ctx, false) +
+         PropertyBound(0, row.properties.size()) + property_count * kPropertyOverhead;
+}
+
+void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx, bool element,
+                      const std::vector<std::string>* select) {
+  size_t bound = EntityJsonBound(e, ctx, element, select);
   AppendBounded(out, bound, [&](char* buf) {
     EntityWriter w(buf);
     w.Char('{');
@@ -1003,9 +1018,7 @@ storage::Status AppendEntityRowJson(std::string* out, const storage::EntityRow& 
   storage::PropertyReader reader;
   storage::Status s = reader.Open(row.properties);
   if (!s.ok()) return s;
-  // Names and values are at most the encoding's bytes.
-  size_t bound = 2 + HeadBound(row.partition_key, row.row_key, ctx, false) +
-                 PropertyBound(0, row.properties.size()) + reader.count() * kPropertyOverhead;
+  size_t bound = EntityRowJsonBound(row, reader.count(), ctx);
   size_t before = out->size();
   AppendBounded(out, bound, [&](char* buf) {
     EntityWriter w(buf);
