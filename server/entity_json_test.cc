@@ -363,7 +363,8 @@ TEST_CASE("random entities render within their bound, as JSON, the same from a r
       e.properties.push_back({n, value()});
     }
     std::string base = "http://h" + text(8) + "/a";
-    JsonContext ctx{base, "acct", "t" + text(6), static_cast<Metadata>(pick(3))};
+    std::string table = "t" + text(6);
+    JsonContext ctx{base, "acct", table, static_cast<Metadata>(pick(3))};
     bool element = pick(2) == 1;
     std::vector<std::string> select;
     for (size_t i = pick(5); i > 0; --i) {
