@@ -32,6 +32,17 @@ AzureError ParseError(std::string_view body, bool keys = true) {
   REQUIRE(err.has_value());
   return err->error;
 }
+// The row the store would read back for `e`; its properties view `*encoded`.
+storage::EntityRow StoredRow(const Entity& e, std::string* encoded) {
+  encoded->clear();
+  storage::EncodeProperties(e.properties, encoded);
+  storage::EntityRow row;
+  row.partition_key = e.partition_key;
+  row.row_key = e.row_key;
+  row.timestamp = e.timestamp;
+  row.properties = *encoded;
+  return row;
+}
 std::string Render(const Entity& e, Metadata level) {
   std::string out;
   JsonContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "orders", level};
@@ -247,12 +258,7 @@ TEST_CASE("a stored row renders as its decoded entity does") {
       R"("Y@odata.type":"Edm.Binary","Y":"AP8B","S":"x\ny\u0001"})");
   e.timestamp = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
   std::string blob;
-  storage::EncodeProperties(e.properties, &blob);
-  storage::EntityRow row;
-  row.partition_key = e.partition_key;
-  row.row_key = e.row_key;
-  row.timestamp = e.timestamp;
-  row.properties = blob;
+  storage::EntityRow row = StoredRow(e, &blob);
   for (Metadata level : {Metadata::kNone, Metadata::kMinimal, Metadata::kFull}) {
     JsonContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "orders", level};
     std::string from_row;
@@ -277,12 +283,7 @@ TEST_CASE("an entity whose JSON outgrows the writer's kept buffer renders whole"
   e.properties.push_back({"S", Value::String(std::string(20000, '\x01'))});
   e.properties.push_back({"Y", Value::FromBinary(std::string(2304, '\xff'))});
   std::string blob;
-  storage::EncodeProperties(e.properties, &blob);
-  storage::EntityRow row;
-  row.partition_key = e.partition_key;
-  row.row_key = e.row_key;
-  row.timestamp = e.timestamp;
-  row.properties = blob;
+  storage::EntityRow row = StoredRow(e, &blob);
   JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
   std::string from_row = "[";
   REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
@@ -382,12 +383,7 @@ TEST_CASE("random entities render within their bound, as JSON, the same from a r
     CHECK(parsed.is_object());
 
     std::string blob;
-    storage::EncodeProperties(e.properties, &blob);
-    storage::EntityRow row;
-    row.partition_key = e.partition_key;
-    row.row_key = e.row_key;
-    row.timestamp = e.timestamp;
-    row.properties = blob;
+    storage::EntityRow row = StoredRow(e, &blob);
     std::string from_row;
     REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
     REQUIRE(from_row.size() <= EntityRowJsonBound(row, e.properties.size(), ctx));
