@@ -290,13 +290,11 @@ void AppendXmlText(std::string* out, std::string_view s, bool attribute) {
 }
 
 void AppendBase64(std::string* out, std::string_view bytes) {
-  // EVP_EncodeBlock's terminating NUL goes where std::string keeps its own.
+  // WriteBase64's terminating NUL goes where std::string keeps its own.
   size_t start = out->size();
   out->resize(start + 4 * ((bytes.size() + 2) / 3));
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out->data() + start),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out->resize(start + static_cast<size_t>(n));
+  char* end = WriteBase64(out->data() + start, bytes);
+  out->resize(static_cast<size_t>(end - out->data()));
 }
 
 char* WriteBase64(char* out, std::string_view bytes) {
@@ -307,11 +305,8 @@ char* WriteBase64(char* out, std::string_view bytes) {
 }
 
 std::string Base64Encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(n);
+  std::string out;
+  AppendBase64(&out, bytes);
   return out;
 }
 
