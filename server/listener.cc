@@ -1,6 +1,5 @@
 #include "server/listener.h"
 
-#include <boost/asio/strand.hpp>
 #include <cstdio>
 
 #include "server/session.h"
@@ -10,8 +9,9 @@ namespace cerulean::server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-Listener::Listener(net::io_context& ioc, const ServerContext& ctx, net::ssl::context* tls)
-    : ioc_(ioc), acceptor_(net::make_strand(ioc)), ctx_(ctx), tls_(tls) {}
+Listener::Listener(std::vector<net::io_context*> workers, const ServerContext& ctx,
+                   net::ssl::context* tls)
+    : workers_(std::move(workers)), acceptor_(*workers_.front()), ctx_(ctx), tls_(tls) {}
 
 std::string Listener::Open(const std::string& host, unsigned short port) {
   boost::system::error_code ec;
@@ -43,8 +43,10 @@ void Listener::Stop() {
 }
 
 void Listener::DoAccept() {
+  net::io_context& worker = *workers_[next_worker_];
+  next_worker_ = (next_worker_ + 1) % workers_.size();
   acceptor_.async_accept(
-      net::make_strand(ioc_),
+      worker.get_executor(),
       [self = shared_from_this()](boost::system::error_code ec, ConnectionSocket socket) {
         self->OnAccept(ec, std::move(socket));
       });

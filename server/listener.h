@@ -1,7 +1,9 @@
 // Accepts TCP connections and starts a session for each (Beast
 // advanced_server pattern): PlainSession, or TlsSession when the server was
 // given a TLS context (then the port speaks HTTPS only, like Azurite with
-// --cert). Each connection runs on its own strand.
+// --cert). Each connection is handed to one of the I/O threads' io_contexts
+// (round robin) and runs on it alone, so its handlers never run concurrently
+// and need no strand.
 // Thread-safety: Run() is called once; Stop() from any thread.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/request.h"
 #include "server/session.h"
@@ -18,9 +21,11 @@ namespace cerulean::server {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  // REQUIRES: `tls` (null for plain HTTP) and `ctx` outlive the listener and
-  // its sessions.
-  Listener(boost::asio::io_context& ioc, const ServerContext& ctx,
+  // Accepts on `workers[0]`; each connection runs on one of `workers`, each
+  // of which must be run by exactly one thread.
+  // REQUIRES: `workers` is not empty; they, `tls` (null for plain HTTP) and
+  // `ctx` outlive the listener and its sessions.
+  Listener(std::vector<boost::asio::io_context*> workers, const ServerContext& ctx,
            boost::asio::ssl::context* tls = nullptr);
   // Binds and listens; returns an error message on failure.
   std::string Open(const std::string& host, unsigned short port);
@@ -33,7 +38,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void DoAccept();
   void OnAccept(boost::system::error_code ec, ConnectionSocket socket);
 
-  boost::asio::io_context& ioc_;
+  std::vector<boost::asio::io_context*> workers_;
+  size_t next_worker_ = 0;  // the io_context of the next connection
   boost::asio::ip::tcp::acceptor acceptor_;
   const ServerContext& ctx_;
   boost::asio::ssl::context* tls_;

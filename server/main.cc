@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -163,14 +165,24 @@ int Serve(const server::CliOptions& cli) {
   ctx.logger = &logger;
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
-  // included): more would only contend for the same cores.
+  // included): more would only contend for the same cores. Each runs its
+  // own io_context, and a connection lives on one of them (Listener).
   unsigned threads = UsableCpus();
-  boost::asio::io_context ioc(static_cast<int>(threads));
+  std::vector<std::unique_ptr<boost::asio::io_context>> workers;
+  std::vector<boost::asio::io_context*> worker_ptrs;
+  // Guards keep an io_context without connections running until stopped.
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards;
+  for (unsigned i = 0; i < threads; ++i) {
+    workers.push_back(std::make_unique<boost::asio::io_context>(1));
+    worker_ptrs.push_back(workers.back().get());
+    guards.push_back(boost::asio::make_work_guard(*workers.back()));
+  }
+  boost::asio::io_context& ioc = *workers.front();
   // Requests that can wait on storage run here; enough threads that many
   // concurrent writers can queue for one group commit.
   boost::asio::thread_pool blocking_pool(kBlockingThreads);
   ctx.blocking_pool = &blocking_pool;
-  auto listener = std::make_shared<server::Listener>(ioc, ctx, tls.get());
+  auto listener = std::make_shared<server::Listener>(worker_ptrs, ctx, tls.get());
   if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
     return 1;
@@ -184,7 +196,7 @@ int Serve(const server::CliOptions& cli) {
   auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
   std::function<void()> wait_drained = [&] {
     if (server::InFlightRequests() == 0 || std::chrono::steady_clock::now() > *deadline) {
-      ioc.stop();
+      for (auto& worker : workers) worker->stop();
       return;
     }
     drain.expires_after(std::chrono::milliseconds(10));
@@ -205,7 +217,8 @@ int Serve(const server::CliOptions& cli) {
   std::fflush(stdout);
 
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
+  for (unsigned i = 1; i < threads; ++i)
+    pool.emplace_back([&worker = *workers[i]] { worker.run(); });
   ioc.run();
   for (auto& t : pool) t.join();
   blocking_pool.join();

@@ -130,7 +130,7 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
   }
   // Anything else may wait on storage: the router answers it without
   // blocking this thread, and the response comes back to this session's
-  // strand to be written. The session stays alive through the completion's
+  // I/O thread to be written. The session stays alive through the completion's
   // shared_ptr; no other operation runs on it meanwhile.
   HandleRequestAsync(ctx_, request_, peer_, derived().stream().get_executor(),
                      [self = derived().shared_from_this()](HttpResponse res) {
@@ -271,7 +271,7 @@ TlsSession::TlsSession(ConnectionSocket&& socket, ssl::context& tls, const Serve
     : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket), tls) {}
 
 void TlsSession::Run() {
-  // The handshake runs on the connection's strand like everything after it.
+  // The handshake runs on the connection's I/O thread like everything after it.
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
     beast::get_lowest_layer(self->stream_).expires_after(kTlsTimeout);
     self->stream_.async_handshake(ssl::stream_base::server,

@@ -3,13 +3,13 @@
 // holds the request loop once for both transports; PlainSession runs it over
 // TCP, TlsSession over TLS after the handshake. The transport is a template
 // parameter, so plain HTTP pays nothing for TLS support.
-// Thread-safety: a session runs on its own strand.
+// Thread-safety: a session runs on one I/O thread's io_context, which that
+// thread alone runs (Listener).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -25,16 +25,19 @@ namespace cerulean::server {
 // Largest request body accepted (batches included); larger ones get 413.
 inline constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
 
-// A connection's strand, socket and stream, with the concrete executor type:
-// with any_io_executor every copy of a strand executor (many per request in
+// A connection's executor, socket and stream, with the concrete executor
+// type: with any_io_executor every copy of an executor (many per request in
 // Asio's and Beast's composed operations) was a heap allocation (profiled:
-// ~20 of a point read's ~42).
-using ConnectionStrand = boost::asio::strand<boost::asio::io_context::executor_type>;
-using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionStrand>;
-using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, ConnectionStrand>;
+// ~20 of a point read's ~42). The executor is its io_context's own: one
+// thread runs that io_context, so a strand would only add its locking and
+// queueing (a strand per connection was ~3 % of a point read's server CPU,
+// `PROFILER=none scripts/profile.sh point 8 16`).
+using ConnectionExecutor = boost::asio::io_context::executor_type;
+using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionExecutor>;
+using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, ConnectionExecutor>;
 
 // The request loop shared by both transports. Derived provides stream()
-// (an AsyncStream whose executor is the connection's strand), DoClose() and
+// (an AsyncStream whose executor is the connection's), DoClose() and
 // derives from std::enable_shared_from_this<Derived>.
 template <class Derived>
 class HttpSession {
@@ -50,7 +53,7 @@ class HttpSession {
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
   void OnRead(boost::beast::error_code ec, std::size_t bytes);
-  // Sends the answer to request_ (on the session's strand).
+  // Sends the answer to request_ (on the session's I/O thread).
   void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
   void OnWrite(bool close, boost::beast::error_code ec, std::size_t bytes);
