@@ -107,6 +107,10 @@ sas=$(cd "$bench" && node -e '
 # request is steadier than requests/s on a shared machine.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 cpu_before=$(cpu_ticks)
+# Read system calls (pread of database pages; recvmsg is not counted) from
+# /proc/PID/io: how often a request misses the page caches.
+read_calls() { awk '/^syscr/ {print $2}' "/proc/$server/io"; }
+reads_before=$(read_calls)
 base=/devstoreaccount1 wrk_mode=$mode n=10000 per=100
 if [[ $mode == point100k ]]; then
   # The bench's point-read@100k: random keys of the 100k-entity range table.
@@ -120,8 +124,11 @@ taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http:
   origin="http://127.0.0.1:$port" prefix=prof ndev=50 | tee "$out_dir/wrk.$mode"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 cpu_after=$(cpu_ticks)
+reads_after=$(read_calls)
 awk -v t=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
   'BEGIN { printf "server CPU: %.2f s, %.1f us per request\n", t / hz, t / hz * 1e6 / n }'
+awk -v r=$((reads_after - reads_before)) -v n="$requests" \
+  'BEGIN { printf "read calls: %d, %.2f per request\n", r, r / n }'
 if [[ $profiler == strace ]]; then pkill -TERM -P "$server"; else kill -TERM "$server"; fi
 wait "$server" || true
 

@@ -49,6 +49,8 @@ storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::C
   } else {
     store_options.path = (std::filesystem::path(cli.location) / "cerulean.sqlite").string();
   }
+  // Each I/O thread answers point reads itself: that many can run at once.
+  store_options.point_reader_count = UsableCpus();
   return storage::SqliteStore::Open(store_options);
 }
 

@@ -273,32 +273,41 @@ struct SqliteStore::Connection {
   }
 };
 
-// A connection borrowed for reading: a pooled reader of a file store, or the
-// single connection of an in-memory store (holding the writer mutex).
+// A connection borrowed for reading: a pooled reader of a file store (for
+// a point read, a point reader when one is idle), or the single connection of
+// an in-memory store (holding the writer mutex).
 class SqliteStore::ReadLease {
  public:
-  explicit ReadLease(SqliteStore* store) : store_(store) {
+  enum Kind { kAny, kPoint };
+
+  explicit ReadLease(SqliteStore* store, Kind kind = kAny) : store_(store) {
     if (store_->options_.in_memory) {
       writer_lock_ = std::unique_lock<std::mutex>(store_->writer_mu_);
       conn_ = store_->writer_.get();
       return;
     }
     std::unique_lock<std::mutex> lock(store_->readers_mu_);
-    store_->readers_cv_.wait(lock, [this] { return !store_->idle_readers_.empty(); });
-    reader_ = std::move(store_->idle_readers_.back());
-    store_->idle_readers_.pop_back();
+    if (kind == kPoint && !store_->idle_point_readers_.empty()) {
+      reader_ = std::move(store_->idle_point_readers_.back());
+      store_->idle_point_readers_.pop_back();
+      point_ = true;
+    } else {
+      store_->readers_cv_.wait(lock, [this] { return !store_->idle_readers_.empty(); });
+      reader_ = std::move(store_->idle_readers_.back());
+      store_->idle_readers_.pop_back();
+    }
     conn_ = reader_.get();
   }
 
   ~ReadLease() {
     conn_->RollbackIfActive();
-    if (reader_ != nullptr) {
-      {
-        std::lock_guard<std::mutex> lock(store_->readers_mu_);
-        store_->idle_readers_.push_back(std::move(reader_));
-      }
-      store_->readers_cv_.notify_one();
+    if (reader_ == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(store_->readers_mu_);
+      (point_ ? store_->idle_point_readers_ : store_->idle_readers_).push_back(std::move(reader_));
     }
+    // No one waits for a point reader.
+    if (!point_) store_->readers_cv_.notify_one();
   }
 
   ReadLease(const ReadLease&) = delete;
@@ -310,6 +319,7 @@ class SqliteStore::ReadLease {
   SqliteStore* store_;
   Connection* conn_ = nullptr;
   std::unique_ptr<Connection> reader_;
+  bool point_ = false;  // reader_ is a point reader
   std::unique_lock<std::mutex> writer_lock_;
 };
 
@@ -556,6 +566,17 @@ Status SqliteStore::Init() {
         s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
       if (!s.ok()) return s;
       idle_readers_.push_back(std::move(reader));
+    }
+    for (size_t i = 0; i < options_.point_reader_count; ++i) {
+      std::unique_ptr<Connection> reader;
+      s = Connection::Open(this, path, &reader);
+      if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
+      // A negative cache_size is KiB.
+      if (s.ok())
+        s = reader->Exec("PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(
+                                                     1, options_.point_reader_cache_bytes >> 10)));
+      if (!s.ok()) return s;
+      idle_point_readers_.push_back(std::move(reader));
     }
   }
 
@@ -853,7 +874,7 @@ Status SqliteStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* byte
 Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::string& table,
                                       const std::string& partition_key,
                                       const std::string& row_key) {
-  ReadLease lease(this);
+  ReadLease lease(this, ReadLease::kPoint);
   Connection* c = lease.conn();
   if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
     // Such keys are never stored; their encodings would alias others.

@@ -1462,6 +1462,84 @@ TEST_CASE("store(file): readers run beside the writer, on a snapshot") {
   CHECK(held.entities.back().row_key == "r00099");
 }
 
+TEST_CASE("store(file): point reads have their own readers and fall back to the pool") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.reader_pool_size = 1;
+  options.point_reader_count = 1;
+  options.point_reader_cache_bytes = 1 << 20;
+  auto store = OpenStore<FileBackend>(dir, options);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  InsertRows(*store, "t", "p", 0, 100);
+
+  SUBCASE("a scan holding the only pooled reader does not stop point reads") {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool scanning = false, released = false, timed_out = false;
+    std::thread scanner([&] {
+      ScanRequest req;
+      req.limit = SIZE_MAX;
+      req.predicate = [&](const Entity&) {
+        std::unique_lock<std::mutex> lock(mu);
+        if (!scanning) {
+          scanning = true;
+          cv.notify_all();
+          timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
+        }
+        return true;
+      };
+      ScanResult held;
+      CHECK(store->Scan("acct", "t", req, &held).ok());
+    });
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return scanning; });
+    }
+    // With no reader of its own, this read would wait for the scan's.
+    CHECK(store->GetEntity("acct", "t", "p", "r00050").ok());
+    REQUIRE(store->Apply("acct", "t", {Insert("q", "1")}, nullptr, nullptr).ok());
+    CHECK(store->GetEntity("acct", "t", "q", "1").ok());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      released = true;
+    }
+    cv.notify_all();
+    scanner.join();
+    CHECK_FALSE(timed_out);
+  }
+
+  SUBCASE("more concurrent point reads than point readers; each sees the writes before it") {
+    constexpr int kThreads = 6, kRounds = 150;
+    std::atomic<int> stale{0}, failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const std::string rk = "w" + std::to_string(t);
+        for (int i = 0; i < kRounds; ++i) {
+          if (!store
+                   ->Apply("acct", "t",
+                           {Op(WriteKind::kInsertOrReplace, "p", rk, {{"N", Value::Int32(i)}})},
+                           nullptr, nullptr)
+                   .ok()) {
+            ++failed;
+            continue;
+          }
+          auto got = store->GetEntity("acct", "t", "p", rk);
+          if (!got.ok()) {
+            ++failed;
+          } else if (got.value().properties.empty() ||
+                     got.value().properties[0].value != Value::Int32(i)) {
+            ++stale;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(failed == 0);
+    CHECK(stale == 0);
+  }
+}
+
 TEST_CASE("store(file): WAL journal and a key-clustered entity table") {
   TempDir dir;
   { auto store = OpenStore<FileBackend>(dir); }
