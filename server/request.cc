@@ -1,14 +1,50 @@
 #include "server/request.h"
 
+#include <algorithm>
+
 #include "server/entity_atom.h"
 #include "server/oauth.h"
 #include "server/text.h"
 
 namespace cerulean::server {
 
+void QueryParams::Reserve(size_t n, size_t bytes) {
+  params_.reserve(n);
+  reserved_bytes_ = bytes;
+}
+
+std::optional<std::string_view> QueryParams::Decode(std::string_view encoded) {
+  size_t plain = 0;
+  while (plain < encoded.size() && encoded[plain] != '%' && encoded[plain] != '+') ++plain;
+  if (plain == encoded.size()) return encoded;
+  // Decoding never lengthens: the output fits in encoded.size() bytes.
+  if (decoded_free_ < encoded.size()) {
+    const size_t size = std::max(encoded.size(), decoded_.empty() ? reserved_bytes_ : 0);
+    decoded_.push_back(std::make_unique_for_overwrite<char[]>(size));
+    decoded_next_ = decoded_.back().get();
+    decoded_free_ = size;
+  }
+  char* const out = decoded_next_;
+  char* const o = PercentDecodeTo(out, encoded, true);
+  if (o == nullptr) return std::nullopt;
+  const size_t n = static_cast<size_t>(o - out);
+  decoded_next_ += n;
+  decoded_free_ -= n;
+  return std::string_view(out, n);
+}
+
+bool QueryParams::AddEncoded(std::string_view encoded_key, std::string_view encoded_value) {
+  auto key = Decode(encoded_key);
+  if (!key) return false;
+  auto value = Decode(encoded_value);
+  if (!value) return false;
+  params_.emplace_back(*key, *value);
+  return true;
+}
+
 std::optional<std::string_view> QueryParams::Get(std::string_view name) const {
   for (const auto& [k, v] : params_) {
-    if (k == name) return std::string_view(v);
+    if (k == name) return v;
   }
   return std::nullopt;
 }

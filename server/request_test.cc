@@ -1,4 +1,5 @@
-// Tests of RequestBody, the request body type the sessions parse into.
+// Tests of RequestBody, the request body type the sessions parse into, and
+// of QueryParams.
 #include "server/request.h"
 
 #include <doctest/doctest.h>
@@ -73,6 +74,42 @@ TEST_CASE("RequestBody: the parser's body limit still holds") {
   const std::string wire = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world";
   parser.put(boost::asio::buffer(wire), ec);
   CHECK(ec == http::error::body_limit);
+}
+
+TEST_CASE("QueryParams: decoded views, of the target where nothing needs decoding") {
+  const std::string target =
+      "sv=2021-12-02&se=2026-01-01T00%3A00%3AZ&sig=ab%2Bc%3D&x=a+b&$top=5&e=";
+  QueryParams q;
+  q.Reserve(2, 8);  // smaller than the decoded values: further chunks
+  size_t start = 0;
+  while (start <= target.size()) {
+    size_t amp = std::min(target.find('&', start), target.size());
+    std::string_view param(target.data() + start, amp - start);
+    size_t eq = param.find('=');
+    REQUIRE(q.AddEncoded(param.substr(0, eq), param.substr(eq + 1)));
+    start = amp + 1;
+  }
+  // Moved, as a Request may be: the views stay valid.
+  QueryParams moved = std::move(q);
+  CHECK(moved.Get("sv") == "2021-12-02");
+  CHECK(moved.Get("se") == "2026-01-01T00:00:Z");
+  CHECK(moved.Get("sig") == "ab+c=");
+  CHECK(moved.Get("x") == "a b");
+  CHECK(moved.Get("$top") == "5");
+  CHECK(moved.Get("e") == "");
+  CHECK_FALSE(moved.Get("missing").has_value());
+  CHECK(moved.all().size() == 6);
+  // Parameters that need no decoding are views of the target itself.
+  const char* sv = moved.Get("sv")->data();
+  CHECK((sv >= target.data() && sv < target.data() + target.size()));
+
+  CHECK_FALSE(moved.AddEncoded("bad", "%4"));
+  CHECK_FALSE(moved.AddEncoded("%zz", "v"));
+  CHECK(moved.all().size() == 6);
+  REQUIRE(moved.AddEncoded("sv", "dup%20"));
+  CHECK(moved.Count("sv") == 2);
+  CHECK(moved.Get("sv") == "2021-12-02");  // the first
+  CHECK(moved.all().back().second == "dup ");
 }
 
 }  // namespace cerulean::server

@@ -107,6 +107,9 @@ bool SplitPlainAbsoluteUrl(std::string_view url, std::string_view* scheme,
 // Percent-decodes `s` ('+' stays '+' unless plus_as_space). nullopt on a
 // malformed escape.
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space = false);
+// PercentDecode into out[0, s.size()) (decoding never lengthens): the end of
+// the decoded bytes, or nullptr on a malformed escape.
+char* PercentDecodeTo(char* out, std::string_view s, bool plus_as_space);
 
 bool IEquals(std::string_view a, std::string_view b);
 std::string ToLower(std::string_view s);
