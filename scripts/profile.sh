@@ -111,6 +111,9 @@ cpu_before=$(cpu_ticks)
 # /proc/PID/io: how often a request misses the page caches.
 read_calls() { awk '/^syscr/ {print $2}' "/proc/$server/io"; }
 reads_before=$(read_calls)
+# Context switches of all the server's threads (voluntary and not).
+switches() { cat /proc/"$server"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n}'; }
+switches_before=$(switches)
 base=/devstoreaccount1 wrk_mode=$mode n=10000 per=100
 if [[ $mode == point100k ]]; then
   # The bench's point-read@100k: random keys of the 100k-entity range table.
@@ -125,10 +128,13 @@ taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http:
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 cpu_after=$(cpu_ticks)
 reads_after=$(read_calls)
+switches_after=$(switches)
 awk -v t=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
   'BEGIN { printf "server CPU: %.2f s, %.1f us per request\n", t / hz, t / hz * 1e6 / n }'
 awk -v r=$((reads_after - reads_before)) -v n="$requests" \
   'BEGIN { printf "read calls: %d, %.2f per request\n", r, r / n }'
+awk -v c=$((switches_after - switches_before)) -v n="$requests" \
+  'BEGIN { printf "context switches: %d, %.2f per request\n", c, c / n }'
 if [[ $profiler == strace ]]; then pkill -TERM -P "$server"; else kill -TERM "$server"; fi
 wait "$server" || true
 
