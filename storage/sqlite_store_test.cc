@@ -1402,6 +1402,55 @@ TEST_CASE_TEMPLATE("store: reaping costs the same per chunk for any table size",
   CHECK(big.vm_steps <= 5 * small.vm_steps);
 }
 
+// A full scan of acct/t on its own thread that stops inside its read
+// transaction (holding a reader) at the first row until Release(), or 20 s.
+class HeldScan {
+ public:
+  explicit HeldScan(SqliteStore& store) {
+    thread_ = std::thread([this, &store] {
+      ScanRequest req;
+      req.limit = SIZE_MAX;
+      req.predicate = [this](const Entity&) {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!scanning_) {
+          scanning_ = true;
+          cv_.notify_all();
+          timed_out_ = !cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
+        }
+        return true;
+      };
+      status_ = store.Scan("acct", "t", req, &result_);
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return scanning_; });
+  }
+  ~HeldScan() {
+    if (thread_.joinable()) Release();
+  }
+
+  // Lets the scan finish and waits for it.
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // After Release():
+  bool timed_out() const { return timed_out_; }
+  const Status& status() const { return status_; }
+  const ScanResult& result() const { return result_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool scanning_ = false, released_ = false, timed_out_ = false;
+  ScanResult result_;
+  Status status_;
+  std::thread thread_;
+};
+
 TEST_CASE("store(file): readers run beside the writer, on a snapshot") {
   TempDir dir;
   SqliteStoreOptions options = TestOptions();
@@ -1412,31 +1461,7 @@ TEST_CASE("store(file): readers run beside the writer, on a snapshot") {
 
   // A scan stops inside its read transaction (holding a reader) until the
   // main thread has read and written through other connections.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool scanning = false, released = false, timed_out = false;
-  ScanResult held;
-  Status held_status;
-  std::thread scanner([&] {
-    ScanRequest req;
-    req.limit = SIZE_MAX;
-    req.predicate = [&](const Entity&) {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!scanning) {
-        scanning = true;
-        cv.notify_all();
-        if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; })) {
-          timed_out = true;
-        }
-      }
-      return true;
-    };
-    held_status = store->Scan("acct", "t", req, &held);
-  });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return scanning; });
-  }
+  HeldScan held(*store);
   // If reads or writes queued behind the held scan, the scan would time out
   // before these return.
   CHECK(store->GetEntity("acct", "t", "p", "r00050").ok());
@@ -1448,18 +1473,13 @@ TEST_CASE("store(file): readers run beside the writer, on a snapshot") {
   ScanResult now;
   REQUIRE(store->Scan("acct", "t", {}, &now).ok());
   CHECK(now.entities.size() == 101);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    released = true;
-  }
-  cv.notify_all();
-  scanner.join();
-  CHECK_FALSE(timed_out);
-  REQUIRE(held_status.ok());
+  held.Release();
+  CHECK_FALSE(held.timed_out());
+  REQUIRE(held.status().ok());
   // The held scan saw the table as of its start: the writes made meanwhile
   // are invisible to it, the deleted row is still there.
-  REQUIRE(held.entities.size() == 100);
-  CHECK(held.entities.back().row_key == "r00099");
+  REQUIRE(held.result().entities.size() == 100);
+  CHECK(held.result().entities.back().row_key == "r00099");
 }
 
 TEST_CASE("store(file): point reads have their own readers and fall back to the pool") {
@@ -1473,39 +1493,14 @@ TEST_CASE("store(file): point reads have their own readers and fall back to the 
   InsertRows(*store, "t", "p", 0, 100);
 
   SUBCASE("a scan holding the only pooled reader does not stop point reads") {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool scanning = false, released = false, timed_out = false;
-    std::thread scanner([&] {
-      ScanRequest req;
-      req.limit = SIZE_MAX;
-      req.predicate = [&](const Entity&) {
-        std::unique_lock<std::mutex> lock(mu);
-        if (!scanning) {
-          scanning = true;
-          cv.notify_all();
-          timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
-        }
-        return true;
-      };
-      ScanResult held;
-      CHECK(store->Scan("acct", "t", req, &held).ok());
-    });
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return scanning; });
-    }
+    HeldScan held(*store);
     // With no reader of its own, this read would wait for the scan's.
     CHECK(store->GetEntity("acct", "t", "p", "r00050").ok());
     REQUIRE(store->Apply("acct", "t", {Insert("q", "1")}, nullptr, nullptr).ok());
     CHECK(store->GetEntity("acct", "t", "q", "1").ok());
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      released = true;
-    }
-    cv.notify_all();
-    scanner.join();
-    CHECK_FALSE(timed_out);
+    held.Release();
+    CHECK_FALSE(held.timed_out());
+    CHECK(held.status().ok());
   }
 
   SUBCASE("more concurrent point reads than point readers; each sees the writes before it") {
