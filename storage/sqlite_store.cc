@@ -555,29 +555,31 @@ Status SqliteStore::Init() {
   }
 
   if (!options_.in_memory) {
-    size_t n = std::max<size_t>(1, options_.reader_pool_size);
-    for (size_t i = 0; i < n; ++i) {
-      std::unique_ptr<Connection> reader;
-      s = Connection::Open(this, path, &reader);
-      if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
-      // Readers see database pages through a shared mapping rather than a
-      // pread and a copy into each connection's own page cache.
-      if (s.ok())
-        s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
-      if (!s.ok()) return s;
-      idle_readers_.push_back(std::move(reader));
-    }
-    for (size_t i = 0; i < options_.point_reader_count; ++i) {
-      std::unique_ptr<Connection> reader;
-      s = Connection::Open(this, path, &reader);
-      if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
-      // A negative cache_size is KiB.
-      if (s.ok())
-        s = reader->Exec("PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(
-                                                     1, options_.point_reader_cache_bytes >> 10)));
-      if (!s.ok()) return s;
-      idle_point_readers_.push_back(std::move(reader));
-    }
+    // Opens `count` read-only connections into `idle`, each with the given
+    // page cache (KiB, as a negative cache_size; 0 keeps SQLite's 2 MiB).
+    auto open_readers = [&](size_t count, int64_t cache_kib,
+                            std::vector<std::unique_ptr<Connection>>* idle) {
+      for (size_t i = 0; i < count; ++i) {
+        std::unique_ptr<Connection> reader;
+        Status rs = Connection::Open(this, path, &reader);
+        if (rs.ok()) rs = reader->Exec("PRAGMA query_only=1");
+        // Readers see database pages through a shared mapping rather than a
+        // pread and a copy into each connection's own page cache.
+        if (rs.ok())
+          rs = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
+        if (rs.ok() && cache_kib > 0)
+          rs = reader->Exec("PRAGMA cache_size=-" + std::to_string(cache_kib));
+        if (!rs.ok()) return rs;
+        idle->push_back(std::move(reader));
+      }
+      return Status::Ok();
+    };
+    s = open_readers(std::max<size_t>(1, options_.reader_pool_size), 0, &idle_readers_);
+    if (s.ok())
+      s = open_readers(options_.point_reader_count,
+                       std::max<int64_t>(1, options_.point_reader_cache_bytes >> 10),
+                       &idle_point_readers_);
+    if (!s.ok()) return s;
   }
 
   if (!options_.in_memory) {
