@@ -18,7 +18,8 @@
 # or none (wrk's figures and the server's CPU time per request). perf,
 # strace and none pin the server to CPU 1 as the bench pins it (one I/O
 # thread); callgrind runs it unpinned. BUILD_DIR (default build);
-# BENCH (default ../shared/bench). Output files go to $BUILD_DIR/profile/.
+# BENCH (default ../shared/bench); SERVER_ARGS, more server options (e.g.
+# --inMemoryPersistence). Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,7 +36,7 @@ port=$((20000 + RANDOM % 20000))
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$data"' EXIT
 
 bin=$build_dir/cerulean
-args=(--tableHost 127.0.0.1 --tablePort "$port" --location "$data" --silent)
+args=(--tableHost 127.0.0.1 --tablePort "$port" --location "$data" --silent ${SERVER_ARGS:-})
 case $profiler in
   callgrind)
     # Instrumentation starts after the set-up (callgrind_control -i on below).
