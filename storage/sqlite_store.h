@@ -32,6 +32,15 @@ struct SqliteStoreOptions {
   std::string path;
   // A private database that lives as long as the store.
   bool in_memory = false;
+  // In memory: the most the database may grow to (SQLite's memdb VFS holds
+  // it in one buffer, which SQLite allocates below 2 GiB, the cap). Writes
+  // past it fail with kIOError (SQLITE_FULL) and change nothing.
+  int64_t memory_limit_bytes = int64_t{0x7fff0000};
+  // In memory: the page cache through which the database is read (a miss
+  // copies the page from memdb's buffer). 8 MiB against SQLite's 2 MiB:
+  // point reads of a 100k-entity table ~5 % faster, resident memory +8 MiB;
+  // each commit may walk the cache's hash table once (sqlite_store.cc).
+  int64_t memory_cache_bytes = int64_t{8} << 20;
   // Reader connections of a file store (at least 1). Unused in memory.
   size_t reader_pool_size = 8;
   // Further readers kept for point reads (GetEntity), each with a page cache
@@ -157,6 +166,7 @@ class SqliteStore final : public Store {
 
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
+  Status InitMemdb();  // the in-memory database's settings (Init)
 
   // How a write transaction's commit reaches the disk.
   enum class Sync {

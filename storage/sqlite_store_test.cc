@@ -1142,6 +1142,84 @@ TEST_CASE("store(file): corrupt rows are reported, not trusted") {
   CHECK(store->GetEntity("acct", "t", "p", "r").ok());
 }
 
+TEST_CASE("store(memory): nothing touches the disk, not even a rollback journal") {
+  // The in-memory store is SQLite's memdb VFS under a relative name: no
+  // database, journal or temporary file may appear in the working directory.
+  TempDir dir;
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  {
+    SqliteStoreOptions options = TestOptions();
+    options.in_memory = true;
+    auto opened = SqliteStore::Open(options);
+    REQUIRE(opened.ok());
+    auto store = std::move(opened).value();
+    REQUIRE(store->CreateTable("acct", "t").ok());
+    std::vector<WriteOp> batch;
+    for (int i = 0; i < 200; ++i) {
+      batch.push_back(
+          Insert("p", "r" + std::to_string(i), {{"s", Value::String(std::string(500, 'x'))}}));
+    }
+    REQUIRE(store->Apply("acct", "t", batch, nullptr, nullptr).ok());
+    // A refused Apply rolls back to its savepoint.
+    ApplyError err;
+    CHECK(
+        store->Apply("acct", "t", {Insert("p", "new"), Insert("p", "r0")}, nullptr, &err).code() ==
+        StatusCode::kAlreadyExists);
+    CHECK(ScanAll(*store, "t", {}).size() == 200);
+    CHECK(store->DeleteTable("acct", "t").ok());
+    store->Flush();
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    files.push_back(e.path().filename().string());
+  }
+  std::filesystem::current_path(cwd);
+  CHECK(files.empty());
+}
+
+TEST_CASE("store(memory): a full store refuses the write that does not fit and stays usable") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.in_memory = true;
+  options.memory_limit_bytes = 1 << 20;
+  auto opened = SqliteStore::Open(options);
+  REQUIRE(opened.ok());
+  auto store = std::move(opened).value();
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  const std::string big(2000, 'x');
+  int stored = 0;
+  Status s;
+  for (int b = 0; b < 100; ++b) {
+    std::vector<WriteOp> batch;
+    for (int i = 0; i < 20; ++i) {
+      batch.push_back(
+          Insert("p", "r" + std::to_string(1000 + b * 20 + i), {{"s", Value::String(big)}}));
+    }
+    s = store->Apply("acct", "t", batch, nullptr, nullptr);
+    if (!s.ok()) break;
+    stored += 20;
+  }
+  CHECK(s.code() == StatusCode::kIOError);
+  CHECK(s.ToString().find("full") != std::string::npos);
+  CHECK(stored >= 100);
+  CHECK(stored * big.size() < size_t{1} << 20);
+  // The refused batch wrote nothing; what was acknowledged is all there.
+  CHECK(ScanAll(*store, "t", {}).size() == static_cast<size_t>(stored));
+  CHECK(store->Healthy());
+  // Deleting rows frees pages that the next writes reuse.
+  std::vector<WriteOp> deletes;
+  for (int i = 0; i < 100; ++i) {
+    deletes.push_back(Op(WriteKind::kDelete, "p", "r" + std::to_string(1000 + i), {}));
+  }
+  REQUIRE(store->Apply("acct", "t", deletes, nullptr, nullptr).ok());
+  CHECK(store
+            ->Apply("acct", "t", {Insert("p", "again", {{"s", Value::String(big)}})}, nullptr,
+                    nullptr)
+            .ok());
+  CHECK(ScanAll(*store, "t", {}).size() == static_cast<size_t>(stored - 100 + 1));
+}
+
 TEST_CASE("store: Open errors") {
   SqliteStoreOptions options = TestOptions();
   CHECK(SqliteStore::Open(options).status().code() == StatusCode::kInvalidArgument);
