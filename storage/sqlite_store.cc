@@ -486,19 +486,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
 // (btree.c, balance_nonroot), and the commit truncates the cache above the
 // database's size by scanning the hash buckets up to that number, all of
 // them once the cache holds more than a few thousand pages (perf: 60 % of
-// the committer's time at ~280 MB). With memdb the page cache is bounded
-// (memory_cache_bytes) and so is the walk. In-memory bench, server on one
-// core: batch100 129-139k -> 197-203k entities/s, bulk load 56-57k ->
-// 79-80k (both then bound by the load generator), range-top100 +5 %.
+// the committer's time at ~280 MB; storage/README.md). With memdb the page
+// cache has SQLite's default bound (2 MiB), and so has the walk; a miss
+// copies the page from memdb's buffer.
 Status SqliteStore::InitMemdb() {
-  Connection* w = writer_.get();
   // memdb's default limit is 1 GiB; SQLite allocates below 2 GiB at once.
   // (Its rollback journal is in memory by default.)
   sqlite3_int64 limit = std::min<int64_t>(options_.memory_limit_bytes, int64_t{0x7fff0000});
-  int rc = sqlite3_file_control(w->db, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
-  if (rc != SQLITE_OK) return SqlStatus(w->db, rc, "memdb size limit");
-  return w->Exec("PRAGMA cache_size=-" +
-                 std::to_string(std::max<int64_t>(1, options_.memory_cache_bytes >> 10)));
+  int rc = sqlite3_file_control(writer_->db, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
+  return rc == SQLITE_OK ? Status::Ok() : SqlStatus(writer_->db, rc, "memdb size limit");
 }
 
 Status SqliteStore::Init() {

@@ -36,11 +36,6 @@ struct SqliteStoreOptions {
   // it in one buffer, which SQLite allocates below 2 GiB, the cap). Writes
   // past it fail with kIOError (SQLITE_FULL) and change nothing.
   int64_t memory_limit_bytes = int64_t{0x7fff0000};
-  // In memory: the page cache through which the database is read (a miss
-  // copies the page from memdb's buffer). 8 MiB against SQLite's 2 MiB:
-  // point reads of a 100k-entity table ~5 % faster, resident memory +8 MiB;
-  // each commit may walk the cache's hash table once (sqlite_store.cc).
-  int64_t memory_cache_bytes = int64_t{8} << 20;
   // Reader connections of a file store (at least 1). Unused in memory.
   size_t reader_pool_size = 8;
   // Further readers kept for point reads (GetEntity), each with a page cache

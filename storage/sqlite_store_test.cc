@@ -1179,7 +1179,6 @@ TEST_CASE("store(memory): nothing touches the disk, not even a rollback journal"
 }
 
 TEST_CASE("store(memory): a full store refuses the write that does not fit and stays usable") {
-  TempDir dir;
   SqliteStoreOptions options = TestOptions();
   options.in_memory = true;
   options.memory_limit_bytes = 1 << 20;
