@@ -603,9 +603,7 @@ Status SqliteStore::Init() {
                        std::max<int64_t>(1, options_.point_reader_cache_bytes >> 10),
                        &idle_point_readers_);
     if (!s.ok()) return s;
-  }
 
-  if (!options_.in_memory) {
     s = Connection::Open(this, path, &checkpointer_conn_);
     // A connection opens the WAL at its first read; until then
     // sqlite3_wal_checkpoint_v2 on it does nothing (log and copied -1), so
