@@ -1418,9 +1418,16 @@ Status SqliteStore::SyncWal() {
 
 void SqliteStore::RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group) {
   // In queue order, so a Flush barrier's runs after those of every write
-  // queued before it.
-  for (auto& p : group) {
+  // queued before it. more_in_batch is false on the last write's, so a
+  // caller that holds work back until then never waits on a barrier's.
+  size_t last_write = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (!group[i]->barrier) last_write = i;
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto& p = group[i];
     ApplyOutcome out;
+    out.more_in_batch = i < last_write;
     out.status = p->status;
     out.ops = std::move(p->ops);
     if (p->status.ok()) {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -964,6 +965,89 @@ TEST_CASE_TEMPLATE("store: ApplyAsync commits queued writes, each atomically, ca
     CHECK(missing.code() == StatusCode::kTableNotFound);
     CHECK(present.ok());
   }
+}
+
+namespace {
+
+// Queues a write whose callback holds the store's callback thread until
+// released, then, once it holds it, `count` more writes, each recording its outcome's
+// more_in_batch and its thread; then waits until `committed` says the last
+// one is in, releases the first callback and flushes.
+struct BatchRun {
+  std::vector<bool> more;
+  std::vector<std::thread::id> threads;
+};
+BatchRun RunHeldWrites(SqliteStore& store, int count, const std::function<bool()>& committed) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false, release = false;
+  BatchRun run;
+  store.ApplyAsync("acct", "t", {Insert("held", "0")}, [&](ApplyOutcome out) {
+    CHECK(out.status.ok());
+    std::unique_lock<std::mutex> lock(mu);
+    held = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  {
+    // The others are queued only once it holds the thread, so none of them
+    // is in its run.
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return held; });
+  }
+  for (int i = 0; i < count; ++i) {
+    store.ApplyAsync("acct", "t", {Insert("p", std::to_string(1000 + i))}, [&](ApplyOutcome out) {
+      CHECK(out.status.ok());
+      std::lock_guard<std::mutex> lock(mu);
+      run.more.push_back(out.more_in_batch);
+      run.threads.push_back(std::this_thread::get_id());
+    });
+  }
+  while (!committed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  store.Flush();
+  std::lock_guard<std::mutex> lock(mu);
+  return run;
+}
+
+}  // namespace
+
+// The server holds the answers of a run of callbacks back until the one
+// marked last, and wakes each I/O thread once for them: a run must end
+// with a callback marked last, or its answers would wait for the next run.
+TEST_CASE_TEMPLATE("store: ApplyAsync callbacks of one commit come as a run whose last is marked",
+                   B, FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);  // no WAL sync: callbacks run on the committer
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  // While the first write's callback holds the committer, the others queue
+  // and are committed as one group.
+  BatchRun run = RunHeldWrites(*store, 20, [] { return true; });
+  REQUIRE(run.more.size() == 20);
+  for (size_t i = 0; i + 1 < run.more.size(); ++i) CHECK(run.more[i]);
+  CHECK_FALSE(run.more.back());
+  CHECK(std::count(run.threads.begin(), run.threads.end(), run.threads[0]) == 20);
+}
+
+TEST_CASE(
+    "store(file): with WAL syncs, the callbacks of one sync come as a run whose last is marked") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.fsync_commits = true;
+  auto store = OpenStore<FileBackend>(dir, options);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  // The first write's callback holds the syncer; the others are committed
+  // meanwhile (visible to readers before their sync) and wait for one sync.
+  BatchRun run =
+      RunHeldWrites(*store, 20, [&] { return store->GetEntity("acct", "t", "p", "1019").ok(); });
+  REQUIRE(run.more.size() == 20);
+  for (size_t i = 0; i + 1 < run.more.size(); ++i) CHECK(run.more[i]);
+  CHECK_FALSE(run.more.back());
+  CHECK(std::count(run.threads.begin(), run.threads.end(), run.threads[0]) == 20);
 }
 
 TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, FileBackend,
