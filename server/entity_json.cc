@@ -981,9 +981,9 @@ size_t EntityJsonBound(const Entity& e, const JsonContext& ctx, bool element,
 }
 
 size_t EntityRowJsonBound(const storage::EntityRow& row, size_t property_count,
-                          const JsonContext& ctx) {
+                          const JsonContext& ctx, bool element) {
   // Names and values are at most the encoding's bytes.
-  return 2 + HeadBound(row.partition_key, row.row_key, ctx, false) +
+  return 2 + HeadBound(row.partition_key, row.row_key, ctx, element) +
          PropertyBound(0, row.properties.size()) + property_count * kPropertyOverhead;
 }
 
@@ -1014,16 +1014,16 @@ void AppendEntityJson(std::string* out, const Entity& e, const JsonContext& ctx,
 }
 
 storage::Status AppendEntityRowJson(std::string* out, const storage::EntityRow& row,
-                                    const JsonContext& ctx) {
+                                    const JsonContext& ctx, bool element) {
   storage::PropertyReader reader;
   storage::Status s = reader.Open(row.properties);
   if (!s.ok()) return s;
-  size_t bound = EntityRowJsonBound(row, reader.count(), ctx);
+  size_t bound = EntityRowJsonBound(row, reader.count(), ctx, element);
   size_t before = out->size();
   AppendBounded(out, bound, [&](char* buf) {
     EntityWriter w(buf);
     w.Char('{');
-    w.Head(row.partition_key, row.row_key, row.timestamp, ctx, false, nullptr);
+    w.Head(row.partition_key, row.row_key, row.timestamp, ctx, element, nullptr);
     std::string_view name;
     storage::ValueView value;
     while (reader.Next(&name, &value)) w.Value(name, value, ctx.level);

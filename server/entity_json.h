@@ -75,20 +75,20 @@ struct JsonContext {
 void AppendEntityJson(std::string* out, const storage::Entity& entity, const JsonContext& ctx,
                       bool element, const std::vector<std::string>* select);
 
-// AppendEntityJson (no $select, not an element) straight from a stored row,
-// its properties read from their encoding as they are written. Corruption
-// if they do not decode.
+// AppendEntityJson (no $select) straight from a stored row, its properties
+// read from their encoding as they are written. Corruption if they do not
+// decode.
 storage::Status AppendEntityRowJson(std::string* out, const storage::EntityRow& row,
-                                    const JsonContext& ctx);
+                                    const JsonContext& ctx, bool element);
 
 // The most bytes AppendEntityJson(out, entity, ctx, element, select)
-// appends, and AppendEntityRowJson(out, row, ctx) for a row of
+// appends, and AppendEntityRowJson(out, row, ctx, element) for a row of
 // `property_count` properties: the size of the buffer each is written in
 // (exposed for the tests that check them).
 size_t EntityJsonBound(const storage::Entity& entity, const JsonContext& ctx, bool element,
                        const std::vector<std::string>* select);
 size_t EntityRowJsonBound(const storage::EntityRow& row, size_t property_count,
-                          const JsonContext& ctx);
+                          const JsonContext& ctx, bool element);
 
 // Appends one table object ({"TableName":..} plus metadata members).
 void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element);

@@ -71,7 +71,7 @@ int main() {
     page.clear();
     for (int k = 0; k < 1000; ++k) {
       if (k > 0) page.push_back(',');
-      ok &= cerulean::server::AppendEntityRowJson(&page, row, ctx).ok();
+      ok &= cerulean::server::AppendEntityRowJson(&page, row, ctx, false).ok();
     }
   });
   std::string single;

@@ -262,8 +262,17 @@ TEST_CASE("a stored row renders as its decoded entity does") {
   for (Metadata level : {Metadata::kNone, Metadata::kMinimal, Metadata::kFull}) {
     JsonContext ctx{"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "orders", level};
     std::string from_row;
-    REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
+    REQUIRE(AppendEntityRowJson(&from_row, row, ctx, false).ok());
     CHECK(from_row == Render(e, level));
+    // As a point read's body: with the element's odata.metadata.
+    std::string element_from_row, element_from_entity;
+    REQUIRE(AppendEntityRowJson(&element_from_row, row, ctx, true).ok());
+    AppendEntityJson(&element_from_entity, e, ctx, true, nullptr);
+    CHECK(element_from_row == element_from_entity);
+    if (level != Metadata::kNone) {
+      CHECK(element_from_row.find(R"("odata.metadata":"http://127.0.0.1:10002/devstoreaccount1/)"
+                                  R"($metadata#orders/@Element")") != std::string::npos);
+    }
   }
   // A row whose properties do not decode is an error, not a body.
   row.properties = std::string_view(
@@ -272,7 +281,9 @@ TEST_CASE("a stored row renders as its decoded entity does") {
       5);
   std::string out;
   JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
-  CHECK(AppendEntityRowJson(&out, row, ctx).code() == storage::StatusCode::kCorruption);
+  CHECK(AppendEntityRowJson(&out, row, ctx, false).code() == storage::StatusCode::kCorruption);
+  CHECK(AppendEntityRowJson(&out, row, ctx, true).code() == storage::StatusCode::kCorruption);
+  CHECK(out.empty());
 }
 
 TEST_CASE("an entity whose JSON outgrows the writer's kept buffer renders whole") {
@@ -286,7 +297,7 @@ TEST_CASE("an entity whose JSON outgrows the writer's kept buffer renders whole"
   storage::EntityRow row = StoredRow(e, &blob);
   JsonContext ctx{"http://h/a", "a", "t", Metadata::kMinimal};
   std::string from_row = "[";
-  REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
+  REQUIRE(AppendEntityRowJson(&from_row, row, ctx, false).ok());
   CHECK(from_row.substr(1) == Render(e, Metadata::kMinimal));
   auto parsed = nlohmann::json::parse(from_row.substr(1));
   CHECK(parsed["S"].get<std::string>() == std::string(20000, '\x01'));
@@ -385,10 +396,10 @@ TEST_CASE("random entities render within their bound, as JSON, the same from a r
     std::string blob;
     storage::EntityRow row = StoredRow(e, &blob);
     std::string from_row;
-    REQUIRE(AppendEntityRowJson(&from_row, row, ctx).ok());
-    REQUIRE(from_row.size() <= EntityRowJsonBound(row, e.properties.size(), ctx));
+    REQUIRE(AppendEntityRowJson(&from_row, row, ctx, element).ok());
+    REQUIRE(from_row.size() <= EntityRowJsonBound(row, e.properties.size(), ctx, element));
     std::string from_entity;
-    AppendEntityJson(&from_entity, e, ctx, false, nullptr);
+    AppendEntityJson(&from_entity, e, ctx, element, nullptr);
     CHECK(from_row == from_entity);
   }
 }

@@ -894,9 +894,9 @@ Status SqliteStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* byte
 // ---------------------------------------------------------------------------
 // Entities.
 
-Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::string& table,
-                                      const std::string& partition_key,
-                                      const std::string& row_key) {
+Status SqliteStore::GetEntityRow(const std::string& account, const std::string& table,
+                                 const std::string& partition_key, const std::string& row_key,
+                                 const RowVisitor& visit) {
   ReadLease lease(this, ReadLease::kPoint);
   Connection* c = lease.conn();
   if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
@@ -923,13 +923,12 @@ Result<Entity> SqliteStore::GetEntity(const std::string& account, const std::str
   if (rc == SQLITE_DONE) return Status::TableNotFound(table);
   if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get entity");
   if (stmt.ColumnType(0) == SQLITE_NULL) return Status::NotFound();
-  Entity entity;
-  entity.partition_key = partition_key;
-  entity.row_key = row_key;
-  entity.timestamp = stmt.ColumnInt64(0);
-  s = DecodeProperties(stmt.ColumnBlob(1), &entity.properties);
-  if (!s.ok()) return s;
-  return entity;
+  EntityRow row;
+  row.partition_key = partition_key;
+  row.row_key = row_key;
+  row.timestamp = stmt.ColumnInt64(0);
+  row.properties = stmt.ColumnBlob(1);
+  return visit(row);
 }
 
 Status SqliteStore::ScanRows(const std::string& account, const std::string& table,

@@ -38,11 +38,11 @@ struct SqliteStoreOptions {
   int64_t memory_limit_bytes = int64_t{0x7fff0000};
   // Reader connections of a file store (at least 1). Unused in memory.
   size_t reader_pool_size = 8;
-  // Further readers kept for point reads (GetEntity), each with a page cache
+  // Further readers kept for point reads (GetEntityRow), each with a page cache
   // of `point_reader_cache_bytes` instead of SQLite's default 2 MiB: a point
   // read of a 100k-entity table otherwise misses the cache ~1.6 times per
   // read and reads the pages with pread (16 MiB: 0.5 times, +12 % point
-  // reads/s; `scripts/profile.sh point100k`). GetEntity takes an idle one,
+  // reads/s; `scripts/profile.sh point100k`). GetEntityRow takes an idle one,
   // else a pooled reader. The memory they may hold is bounded by count x
   // cache, whatever the data size. Unused in memory.
   size_t point_reader_count = 2;
@@ -123,8 +123,9 @@ class SqliteStore final : public Store {
   Result<std::string> GetServiceProperties(const std::string& account) override;
   Status SetServiceProperties(const std::string& account, const std::string& props) override;
 
-  Result<Entity> GetEntity(const std::string& account, const std::string& table,
-                           const std::string& partition_key, const std::string& row_key) override;
+  Status GetEntityRow(const std::string& account, const std::string& table,
+                      const std::string& partition_key, const std::string& row_key,
+                      const RowVisitor& visit) override;
   // The predicate and the visitor run while a connection is held: they must
   // not call back into the store.
   Status ScanRows(const std::string& account, const std::string& table, const ScanRequest& request,

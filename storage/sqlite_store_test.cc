@@ -228,6 +228,47 @@ TEST_CASE_TEMPLATE("store: GetUsage counts tables and live entities per account"
   CHECK((bytes > 0) == std::is_same_v<B, FileBackend>);
 }
 
+TEST_CASE_TEMPLATE("store: GetEntityRow visits the stored row, undecoded, once", B, FileBackend,
+                   MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  ApplyResult result;
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "r", {{"v", Value::Int32(7)}})}, &result, nullptr)
+              .ok());
+  int visits = 0;
+  std::string props;
+  Status s = store->GetEntityRow("acct", "T", "p", "r", [&](EntityRow& row) {
+    ++visits;
+    CHECK(row.partition_key == "p");
+    CHECK(row.row_key == "r");
+    CHECK(row.timestamp == result.timestamps[0]);
+    CHECK(row.decoded == nullptr);
+    props.assign(row.properties);
+    return Status::Ok();
+  });
+  REQUIRE(s.ok());
+  CHECK(visits == 1);
+  std::vector<Property> decoded;
+  REQUIRE(DecodeProperties(props, &decoded).ok());
+  REQUIRE(decoded.size() == 1);
+  CHECK(decoded[0].name == "v");
+  CHECK(decoded[0].value.int32() == 7);
+  // The visitor's status is the call's.
+  CHECK(store
+            ->GetEntityRow("acct", "t", "p", "r",
+                           [](EntityRow&) { return Status::Corruption("bad row"); })
+            .code() == StatusCode::kCorruption);
+  // No row, no visit.
+  auto never = [&](EntityRow&) {
+    ++visits;
+    return Status::Ok();
+  };
+  CHECK(store->GetEntityRow("acct", "t", "p", "missing", never).code() == StatusCode::kNotFound);
+  CHECK(store->GetEntityRow("acct", "nope", "p", "r", never).code() == StatusCode::kTableNotFound);
+  CHECK(visits == 1);
+}
+
 TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);

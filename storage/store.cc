@@ -24,4 +24,17 @@ Status Store::Scan(const std::string& account, const std::string& table, const S
       &result->next);
 }
 
+Result<Entity> Store::GetEntity(const std::string& account, const std::string& table,
+                                const std::string& partition_key, const std::string& row_key) {
+  Entity entity;
+  Status s = GetEntityRow(account, table, partition_key, row_key, [&](EntityRow& row) {
+    entity.partition_key.assign(row.partition_key);
+    entity.row_key.assign(row.row_key);
+    entity.timestamp = row.timestamp;
+    return DecodeProperties(row.properties, &entity.properties);
+  });
+  if (!s.ok()) return s;
+  return entity;
+}
+
 }  // namespace cerulean::storage

@@ -144,10 +144,17 @@ class Store {
   virtual Status SetServiceProperties(const std::string& account, const std::string& props) = 0;
 
   // Entities.
-  // kTableNotFound, kNotFound or the entity.
-  virtual Result<Entity> GetEntity(const std::string& account, const std::string& table,
-                                   const std::string& partition_key,
-                                   const std::string& row_key) = 0;
+  // kTableNotFound, kNotFound, or visits the entity's row (keys and
+  // timestamp, properties still encoded) and returns what `visit` returns.
+  // The row is valid only during the visit: a reply can be written from it
+  // without decoding it.
+  virtual Status GetEntityRow(const std::string& account, const std::string& table,
+                              const std::string& partition_key, const std::string& row_key,
+                              const RowVisitor& visit) = 0;
+  // GetEntityRow with the row decoded: kTableNotFound, kNotFound or the
+  // entity.
+  Result<Entity> GetEntity(const std::string& account, const std::string& table,
+                           const std::string& partition_key, const std::string& row_key);
   // Visits the rows of `request` in key order (see ScanRequest); `*next`
   // is set as ScanResult::next is. Rows are read in one snapshot, and
   // without copying: a reply can be written from each row as it comes.

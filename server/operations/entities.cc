@@ -86,7 +86,7 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const Request& re
   size_t count = 0;
   storage::Entity decoded;  // reused row after row ($select only)
   auto append = [&](storage::EntityRow& row) -> storage::Status {
-    if (select == nullptr) return AppendEntityRowJson(body, row, jc);
+    if (select == nullptr) return AppendEntityRowJson(body, row, jc, false);
     const storage::Entity* e = row.decoded;
     if (e == nullptr) {
       decoded.partition_key.assign(row.partition_key);
@@ -250,6 +250,22 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   if (!req.grant.InRange(req.path.partition_key, req.path.row_key)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+  }
+  if (!req.atom && !opts.select) {
+    // JSON of every property: written from the stored row as it is read,
+    // without decoding it into an Entity.
+    std::string body;
+    int64_t timestamp = 0;
+    storage::Status s = ctx.store->GetEntityRow(req.account, req.path.table, req.path.partition_key,
+                                                req.path.row_key, [&](storage::EntityRow& row) {
+                                                  timestamp = row.timestamp;
+                                                  return AppendEntityRowJson(
+                                                      &body, row, EntityJsonContext(req), true);
+                                                });
+    if (!s.ok()) return ErrorResponse(req, FromStatus(s));
+    HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
+    res.set(http::field::etag, ETagFor(timestamp));
+    return res;
   }
   auto entity =
       ctx.store->GetEntity(req.account, req.path.table, req.path.partition_key, req.path.row_key);
