@@ -137,6 +137,12 @@ class Stmt {
     Check(sqlite3_bind_text64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_TRANSIENT,
                               SQLITE_UTF8));
   }
+  // As BindText without the copy, on BindBlobNoCopy's terms.
+  void BindTextNoCopy(int i, std::string_view v) {
+    static const char kEmpty = 0;
+    Check(sqlite3_bind_text64(stmt_, i, v.empty() ? &kEmpty : v.data(), v.size(), SQLITE_STATIC,
+                              SQLITE_UTF8));
+  }
 
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return bind_rc_ != SQLITE_OK ? bind_rc_ : sqlite3_step(stmt_); }
@@ -908,6 +914,10 @@ Status SqliteStore::GetEntityRow(const std::string& account, const std::string& 
   }
   // One statement, so one snapshot for the table lookup and the row read:
   // no row means no table, a NULL ts means no entity (ts is NOT NULL).
+  // Bound without copies (the statement goes before these).
+  const std::string lower = LowerAscii(table);
+  const std::string pk = EncodeKey(partition_key);
+  const std::string rk = EncodeKey(row_key);
   Stmt stmt;
   Status s = c->Prepare(
       "SELECT e.ts, e.props FROM tables t LEFT JOIN entities e "
@@ -915,10 +925,10 @@ Status SqliteStore::GetEntityRow(const std::string& account, const std::string& 
       "WHERE t.account = ?1 AND t.name_lower = ?2",
       &stmt);
   if (!s.ok()) return s;
-  stmt.BindText(1, account);
-  stmt.BindText(2, LowerAscii(table));
-  stmt.BindBlob(3, EncodeKey(partition_key));
-  stmt.BindBlob(4, EncodeKey(row_key));
+  stmt.BindTextNoCopy(1, account);
+  stmt.BindTextNoCopy(2, lower);
+  stmt.BindBlobNoCopy(3, pk);
+  stmt.BindBlobNoCopy(4, rk);
   int rc = stmt.Step();
   if (rc == SQLITE_DONE) return Status::TableNotFound(table);
   if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get entity");
