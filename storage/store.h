@@ -147,7 +147,8 @@ class Store {
   // kTableNotFound, kNotFound, or visits the entity's row (keys and
   // timestamp, properties still encoded) and returns what `visit` returns.
   // The row is valid only during the visit: a reply can be written from it
-  // without decoding it.
+  // without decoding it. `visit` runs while a connection is held and must
+  // not call back into the store.
   virtual Status GetEntityRow(const std::string& account, const std::string& table,
                               const std::string& partition_key, const std::string& row_key,
                               const RowVisitor& visit) = 0;
