@@ -4,6 +4,13 @@
 
 namespace cerulean::storage {
 
+Status DecodeRow(const EntityRow& row, Entity* out) {
+  out->partition_key.assign(row.partition_key);
+  out->row_key.assign(row.row_key);
+  out->timestamp = row.timestamp;
+  return DecodeProperties(row.properties, &out->properties);
+}
+
 Status Store::Scan(const std::string& account, const std::string& table, const ScanRequest& request,
                    ScanResult* result) {
   result->entities.clear();
@@ -15,11 +22,7 @@ Status Store::Scan(const std::string& account, const std::string& table, const S
           result->entities.push_back(std::move(*row.decoded));
           return Status::Ok();
         }
-        Entity& e = result->entities.emplace_back();
-        e.partition_key.assign(row.partition_key);
-        e.row_key.assign(row.row_key);
-        e.timestamp = row.timestamp;
-        return DecodeProperties(row.properties, &e.properties);
+        return DecodeRow(row, &result->entities.emplace_back());
       },
       &result->next);
 }
@@ -27,12 +30,8 @@ Status Store::Scan(const std::string& account, const std::string& table, const S
 Result<Entity> Store::GetEntity(const std::string& account, const std::string& table,
                                 const std::string& partition_key, const std::string& row_key) {
   Entity entity;
-  Status s = GetEntityRow(account, table, partition_key, row_key, [&](EntityRow& row) {
-    entity.partition_key.assign(row.partition_key);
-    entity.row_key.assign(row.row_key);
-    entity.timestamp = row.timestamp;
-    return DecodeProperties(row.properties, &entity.properties);
-  });
+  Status s = GetEntityRow(account, table, partition_key, row_key,
+                          [&](EntityRow& row) { return DecodeRow(row, &entity); });
   if (!s.ok()) return s;
   return entity;
 }

@@ -86,6 +86,10 @@ struct EntityRow {
 // Returns Ok to go on; any other status ends the scan with that status.
 using RowVisitor = std::function<Status(EntityRow&)>;
 
+// `row` decoded into `*out` (keys, timestamp, properties), reusing its
+// buffers. Corruption if the properties do not decode.
+Status DecodeRow(const EntityRow& row, Entity* out);
+
 // Result of a successful Apply: the new timestamp of each op (0 for deletes).
 struct ApplyResult {
   std::vector<int64_t> timestamps;

@@ -6,7 +6,6 @@
 #include "server/operations/operations.h"
 #include "server/query_options.h"
 #include "server/text.h"
-#include "storage/codec.h"
 
 namespace cerulean::server {
 
@@ -89,10 +88,7 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const Request& re
     if (select == nullptr) return AppendEntityRowJson(body, row, jc, false);
     const storage::Entity* e = row.decoded;
     if (e == nullptr) {
-      decoded.partition_key.assign(row.partition_key);
-      decoded.row_key.assign(row.row_key);
-      decoded.timestamp = row.timestamp;
-      storage::Status st = storage::DecodeProperties(row.properties, &decoded.properties);
+      storage::Status st = storage::DecodeRow(row, &decoded);
       if (!st.ok()) return st;
       e = &decoded;
     }
