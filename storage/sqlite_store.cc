@@ -661,6 +661,7 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   } else {
     w->RollbackIfActive();
   }
+  write_epoch_.fetch_add(1, std::memory_order_release);
   // A lazy commit is never synced on its own: the next durable sync covers
   // its frames too, and WAL frames are replayed in order, so it can be lost
   // only together with everything after it.
@@ -979,6 +980,10 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
         *next = std::move(key);
         return Status::Ok();
       }
+      if (request.abandon && examined % ScanRequest::kRowsPerAbandonPoll == 0 &&
+          request.abandon()) {
+        return Status::Busy("scan abandoned");
+      }
       ++examined;
       EntityRow row;
       row.timestamp = stmt.ColumnInt64(2);
@@ -1266,6 +1271,7 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
     return;
   }
   s = w->Commit();
+  write_epoch_.fetch_add(1, std::memory_order_release);
   if (!s.ok()) {
     for (PendingApply* p : group) {
       if (p->status.ok()) {
@@ -1274,6 +1280,10 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
       }
     }
   }
+}
+
+std::optional<uint64_t> SqliteStore::WriteEpoch() const {
+  return write_epoch_.load(std::memory_order_acquire);
 }
 
 void SqliteStore::ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,

@@ -143,6 +143,7 @@ class SqliteStore final : public Store {
   Status ResetAccount(const std::string& account) override;
   bool Healthy() override;
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
+  std::optional<uint64_t> WriteEpoch() const override;
 
   // Work counters so far. Thread-safe; each counter is read atomically, the
   // three together are not a snapshot.
@@ -242,6 +243,9 @@ class SqliteStore final : public Store {
   // back chunk after chunk).
   std::atomic<int> writers_waiting_{0};
   int64_t last_timestamp_ = 0;  // guarded by writer_mu_
+  // WriteEpoch(): bumped after each write transaction of the writer
+  // connection ends (committed or not), never before its commit returned.
+  std::atomic<uint64_t> write_epoch_{0};
 
   // Group commit: Applies queue here; the committer thread commits
   // everything queued so far in one transaction while the next ones queue

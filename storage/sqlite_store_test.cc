@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -1091,6 +1092,48 @@ TEST_CASE(
   CHECK(std::count(run.threads.begin(), run.threads.end(), run.threads[0]) == 20);
 }
 
+TEST_CASE_TEMPLATE("store: WriteEpoch grows with every write, by the time it is answered", B,
+                   FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  auto epoch = [&] {
+    std::optional<uint64_t> e = store->WriteEpoch();
+    REQUIRE(e.has_value());
+    return *e;
+  };
+  uint64_t e = epoch();
+  // Each kind of write, checked once it has returned (or called back).
+  auto wrote = [&](const char* what) {
+    INFO(what);
+    uint64_t now = epoch();
+    CHECK(now > e);
+    e = now;
+  };
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  wrote("CreateTable");
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "1"), Insert("p", "2")}, nullptr, nullptr).ok());
+  wrote("Apply");
+  std::promise<uint64_t> seen;
+  store->ApplyAsync("acct", "t", {Insert("p", "3")}, [&](ApplyOutcome outcome) {
+    CHECK(outcome.status.ok());
+    seen.set_value(*store->WriteEpoch());  // as the write is answered
+  });
+  CHECK(seen.get_future().get() > e);
+  wrote("ApplyAsync");
+  REQUIRE(store->SetTableAcl("acct", "t", "<acl/>").ok());
+  wrote("SetTableAcl");
+  // Reads leave it alone.
+  ScanResult all;
+  REQUIRE(store->Scan("acct", "t", {}, &all).ok());
+  REQUIRE(all.entities.size() == 3);
+  REQUIRE(store->GetEntity("acct", "t", "p", "1").ok());
+  CHECK(epoch() == e);
+  REQUIRE(store->DeleteTable("acct", "t").ok());
+  wrote("DeleteTable");
+  REQUIRE(store->ResetAccount("acct").ok());
+  wrote("ResetAccount");
+}
+
 TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, FileBackend,
                    MemoryBackend) {
   TempDir dir;
@@ -1447,6 +1490,37 @@ TEST_CASE_TEMPLATE("store: keys sort in UTF-16 code unit order, not UTF-8 byte o
   for (const auto& pk : ordered) {
     for (const auto& rk : ordered) CHECK(store->GetEntity("acct", "t", pk, rk).ok());
   }
+}
+
+TEST_CASE_TEMPLATE("store: a scan stops when its abandon callback says so, matching rows or not", B,
+                   FileBackend, MemoryBackend) {
+  TempDir dir;
+  auto store = OpenStore<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  InsertRows(*store, "t", "p", 0, 200);
+  ScanRequest req;
+  size_t examined = 0, polls = 0, visited = 0;
+  req.predicate = [&](const Entity&) {
+    ++examined;
+    return false;  // no row reaches the visitor: polls must not wait for one
+  };
+  req.abandon = [&] { return ++polls == 3; };
+  auto visit = [&](EntityRow&) {
+    ++visited;
+    return Status::Ok();
+  };
+  std::optional<EntityKey> next;
+  Status s = store->ScanRows("acct", "t", req, visit, &next);
+  CHECK(s.code() == StatusCode::kBusy);
+  CHECK(polls == 3);
+  CHECK(examined == 2 * ScanRequest::kRowsPerAbandonPoll);
+  CHECK(visited == 0);
+  // Never abandoned: every row.
+  req.predicate = {};
+  req.abandon = [] { return false; };
+  REQUIRE(store->ScanRows("acct", "t", req, visit, &next).ok());
+  CHECK(visited == 200);
+  CHECK_FALSE(next.has_value());
 }
 
 TEST_CASE_TEMPLATE("store: reads seek; their work does not grow with the table", B, FileBackend,

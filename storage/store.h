@@ -63,6 +63,10 @@ struct ScanRequest {
   size_t limit = 1000;
   // Budget of rows read (matching or not) before the page is cut short.
   size_t max_examined = SIZE_MAX;
+  // Polled every kRowsPerAbandonPoll rows read (matching or not); when it
+  // returns true the scan stops with kBusy. May be empty.
+  std::function<bool()> abandon;
+  static constexpr size_t kRowsPerAbandonPoll = 32;
 };
 
 struct ScanResult {
@@ -193,6 +197,12 @@ class Store {
 
   // Usable for requests right now (health checks).
   virtual bool Healthy() = 0;
+
+  // A count that grows after every write transaction ends, once what it
+  // committed is visible to reads; nullopt if the store keeps none. If it
+  // returned E before a read began and still returns E, no write has
+  // become visible since: the read's answer is still the current one.
+  virtual std::optional<uint64_t> WriteEpoch() const { return std::nullopt; }
 
   // Tables and entities of every account that has a table, by account name,
   // and the bytes the store occupies (0 in memory). Counting entities reads
