@@ -23,6 +23,7 @@
 #include "server/listener.h"
 #include "server/logger.h"
 #include "server/metrics.h"
+#include "server/page_prefetch.h"
 #include "server/request.h"
 #include "server/tls.h"
 #include "storage/sqlite_store.h"
@@ -165,6 +166,8 @@ int Serve(const server::CliOptions& cli) {
   }
   ctx.metrics = &metrics;
   ctx.logger = &logger;
+  server::PagePrefetcher prefetcher;
+  ctx.prefetcher = &prefetcher;
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
@@ -207,6 +210,7 @@ int Serve(const server::CliOptions& cli) {
   signals.async_wait([&](boost::system::error_code ec, int) {
     if (ec) return;
     listener->Stop();
+    prefetcher.Stop();
     server::RequestSessionsClose();
     *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     wait_drained();

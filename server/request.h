@@ -81,6 +81,7 @@ inline constexpr std::string_view kFirstAtomlessVersion = "2015-12-11";
 
 class Metrics;
 class Logger;
+class PagePrefetcher;
 
 struct ServerOptions {
   bool loose = false;
@@ -95,7 +96,10 @@ struct ServerContext {
   Accounts accounts;
   ServerOptions options;
   Metrics* metrics = nullptr;  // may be null
-  Logger* logger = nullptr;    // may be null
+  // Renders Query Entities pages ahead of their request (needs
+  // blocking_pool); may be null.
+  PagePrefetcher* prefetcher = nullptr;
+  Logger* logger = nullptr;  // may be null
   // Where requests that may block on storage (writes, scans) run, so that
   // the I/O threads keep serving while a commit waits for its fsync and
   // concurrent writes can share one commit. Null: run on the I/O thread.

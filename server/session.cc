@@ -10,6 +10,7 @@
 
 #include "server/listener.h"
 #include "server/logger.h"
+#include "server/page_prefetch.h"
 #include "server/router.h"
 #include "server/text.h"
 
@@ -123,6 +124,7 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
   if (ec == http::error::header_limit) return RejectHeaderTooLarge();
   if (ec) return Fail(ec, "read");
   ++g_in_flight;
+  if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
   request_ = parser_->release();
   large_bodies_ = request_.body().size() > kReadBufferBytes;
   if (ctx_.blocking_pool == nullptr || IsQuick(request_)) {
@@ -226,6 +228,7 @@ void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
 template <class Derived>
 void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t) {
   --g_in_flight;
+  if (ctx_.prefetcher != nullptr) ctx_.prefetcher->Kick();
   if (ec) return Fail(ec, "write");
   if (close) return drain_left_ > 0 ? DoDrain() : derived().DoClose();
   response_ = {};

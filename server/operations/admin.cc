@@ -3,6 +3,7 @@
 #include "server/operations/admin.h"
 
 #include "server/metrics.h"
+#include "server/page_prefetch.h"
 #include "server/text.h"
 
 namespace cerulean::server {
@@ -22,6 +23,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     HttpResponse res = MakeResponse(req, http::status::ok);
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
+    if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
     return res;
   }
   // POST /_reset/{account}: wipe the account, authorized by its key (Shared
