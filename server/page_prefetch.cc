@@ -45,7 +45,9 @@ void PagePrefetcher::Arm(boost::asio::thread_pool& pool, const storage::Store& s
     } catch (const std::exception&) {
       s = storage::Status::IOError("page rendering failed");
     }
-    if (!s.ok() || stop()) {
+    // A request that arrived once the page was done may be the one for it:
+    // the page is kept (Take checks that it is still current).
+    if (!s.ok() || page.body.size() > kMaxPageBytes) {
       stopped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
