@@ -57,7 +57,7 @@ class PagePrefetcher {
   // Starts the armed rendering, if any. Called once a response has been
   // written: started earlier, the rendering would compete with the writing
   // of the page before it for the core (on one core, the page's headers
-  // came ~1.5 ms later: its whole rendering time).
+  // came ~1.3 ms later: its whole rendering time).
   void Kick();
 
   // The page rendered for `key`, if it is ready and still current; the
@@ -79,7 +79,7 @@ class PagePrefetcher {
   };
 
   std::atomic<uint64_t> requests_{0};
-  std::atomic<uint64_t> generation_{0};  // of the newest Start
+  std::atomic<uint64_t> generation_{0};  // of the newest Arm
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::optional<Held> held_;                  // guarded by mu_

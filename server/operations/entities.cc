@@ -283,10 +283,10 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
     // Owns all it uses: a page rendered ahead runs it after the request.
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
-  const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
   std::optional<storage::EntityKey> next;
   HttpResponse res;
   if (req.atom) {
+    const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
     storage::ScanResult result;
     storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
