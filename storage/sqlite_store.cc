@@ -1515,39 +1515,30 @@ void SqliteStore::WakeReaper() {
   reap_cv_.notify_all();
 }
 
-namespace {
-
-// WAL pages (4 KiB each) after which the checkpointer runs: large enough
-// that a checkpoint copies many commits at once, small enough that reads
-// do not search a long WAL index.
-constexpr int kCheckpointPages = 4000;
-// SQLite rewinds the WAL only when a write starts with every frame copied,
-// which may not happen while writes never pause. Past this size the writer
-// finishes the (mostly done) copy itself, so the next write rewinds the WAL
-// and journal_size_limit truncates it. That copy and its sync stall the
-// writer for as long as the frames the checkpointer has not reached yet.
-// (Until session 9 the checkpointer's connection never opened the WAL and
-// the writer made every copy here: batch p99 92 ms at 16,000 pages, 56 ms
-// at 8,000, 340 ms at 64,000. With the checkpointer working, 100-entity
-// batches at c4 rewind the WAL at ~4,000-4,200 pages, max latency ~11 ms.)
-constexpr int kWalHardLimitPages = 8000;
-
-}  // namespace
-
 int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
-  if (pages >= kWalHardLimitPages) {
+  auto* self = static_cast<SqliteStore*>(store);
+  const int64_t generation_before = self->wal_planner_.generation();
+  WalAction action;
+  {
+    std::lock_guard<std::mutex> lock(self->checkpoint_mu_);
+    BackgroundCheckpoint background = self->checkpoint_last_;
+    background.busy = self->checkpoint_pending_ || self->checkpoint_running_;
+    action = self->wal_planner_.AfterCommit(pages, background);
+    if (action == WalAction::kStartBackground) {
+      self->checkpoint_pending_ = true;
+      self->checkpoint_generation_ = self->wal_planner_.generation();
+    }
+  }
+  if (self->wal_planner_.generation() != generation_before) {
+    self->wal_rewinds_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (action == WalAction::kStartBackground) {
+    self->checkpoint_cv_.notify_one();
+  } else if (action == WalAction::kCopyInWriter) {
+    self->checkpoints_writer_.fetch_add(1, std::memory_order_relaxed);
     int log_pages = 0, copied = 0;
     static_cast<void>(
         sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
-    return SQLITE_OK;
-  }
-  if (pages >= kCheckpointPages) {
-    auto* self = static_cast<SqliteStore*>(store);
-    {
-      std::lock_guard<std::mutex> lock(self->checkpoint_mu_);
-      self->checkpoint_pending_ = true;
-    }
-    self->checkpoint_cv_.notify_one();
   }
   return SQLITE_OK;
 }
@@ -1559,13 +1550,21 @@ void SqliteStore::CheckpointLoop() {
     checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_pending_; });
     if (checkpoint_stopping_) return;
     checkpoint_pending_ = false;
+    checkpoint_running_ = true;
+    const int64_t generation = checkpoint_generation_;
     lock.unlock();
     // PASSIVE: copies what no reader still needs, never waits for locks. A
     // failure (e.g. SQLITE_BUSY) is retried at the next trigger.
     int log_pages = 0, copied = 0;
-    static_cast<void>(sqlite3_wal_checkpoint_v2(checkpointer_conn_->db, nullptr,
-                                                SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied));
+    const int rc = sqlite3_wal_checkpoint_v2(checkpointer_conn_->db, nullptr,
+                                             SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied);
+    checkpoints_background_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
+    checkpoint_running_ = false;
+    if (rc == SQLITE_OK && copied >= 0) {
+      checkpoint_last_.copied = copied;
+      checkpoint_last_.copied_generation = generation;
+    }
   }
 }
 
@@ -1644,6 +1643,9 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.statements_prepared = statements_prepared_.load(std::memory_order_relaxed);
   stats.statements_run = statements_run_.load(std::memory_order_relaxed);
   stats.vm_steps = vm_steps_.load(std::memory_order_relaxed);
+  stats.checkpoints_background = checkpoints_background_.load(std::memory_order_relaxed);
+  stats.checkpoints_writer = checkpoints_writer_.load(std::memory_order_relaxed);
+  stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
   return stats;
 }
 

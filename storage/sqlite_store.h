@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "storage/wal_checkpoint.h"
 
 struct sqlite3;
 struct sqlite3_file;
@@ -95,6 +96,11 @@ struct SqliteStoreStats {
   uint64_t statements_prepared = 0;  // prepared-statement cache misses
   uint64_t statements_run = 0;       // statement executions
   uint64_t vm_steps = 0;             // SQLite VM instructions (SQLITE_STMTSTATUS_VM_STEP)
+  // File stores (wal_checkpoint.h): checkpoints made by the checkpointer
+  // thread and by the writer connection, and WAL rewinds.
+  uint64_t checkpoints_background = 0;
+  uint64_t checkpoints_writer = 0;
+  uint64_t wal_rewinds = 0;
 };
 
 class SqliteStore final : public Store {
@@ -214,7 +220,7 @@ class SqliteStore final : public Store {
   // Background WAL checkpoints (file stores): the writer's commits only
   // append to the WAL; this thread copies it back into the database with
   // PASSIVE checkpoints (never blocking readers or the writer) once it has
-  // grown past kCheckpointPages, so no request pays for a checkpoint.
+  // grown past a trigger (wal_checkpoint.h), so few requests wait for one.
   static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
   void CheckpointLoop();
 
@@ -276,8 +282,18 @@ class SqliteStore final : public Store {
   // Checkpointer state.
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
-  bool checkpoint_pending_ = false;                // guarded by checkpoint_mu_
-  bool checkpoint_stopping_ = false;               // guarded by checkpoint_mu_
+  bool checkpoint_pending_ = false;   // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;  // guarded by checkpoint_mu_
+  // The WAL generation the pending pass was asked for; the state the
+  // planner reads (busy: pending or running).
+  int64_t checkpoint_generation_ = 0;     // guarded by checkpoint_mu_
+  bool checkpoint_running_ = false;       // guarded by checkpoint_mu_
+  BackgroundCheckpoint checkpoint_last_;  // guarded by checkpoint_mu_ (busy unused)
+  // Used by OnWalCommit only, i.e. by whoever holds the writer connection.
+  WalCheckpointPlanner wal_planner_;
+  std::atomic<uint64_t> checkpoints_background_{0};
+  std::atomic<uint64_t> checkpoints_writer_{0};
+  std::atomic<uint64_t> wal_rewinds_{0};
   std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
   std::thread checkpointer_;
 
