@@ -27,6 +27,7 @@
 
 #include "storage/codec.h"
 #include "storage/test_util.h"
+#include "storage/wal_vfs.h"
 
 namespace cerulean::storage {
 namespace {
@@ -1921,6 +1922,29 @@ TEST_CASE("a file store is the process's alone: another process's Open fails at 
   auto store = SqliteStore::Open(options);
   REQUIRE(store.ok());
   CHECK(store.value()->GetTable("acct", "Held").ok());
+}
+
+TEST_CASE("a file store stays the process's alone when another connection to it closes") {
+  // The WAL shim keeps a descriptor of the database file of its own
+  // (wal_vfs.h). Closing any descriptor of a file drops every POSIX lock the
+  // process holds on it, so that descriptor is shared and closed only with
+  // the last file open on the path.
+  TempDir dir;
+  const std::string path = dir.path() + "/store.db";
+  int go = -1;
+  pid_t child = ForkOpener(path, &go);
+  SqliteStoreOptions options = TestOptions();
+  options.path = path;
+  auto store = SqliteStore::Open(options);
+  REQUIRE(store.ok());
+  REQUIRE(store.value()->CreateTable("acct", "Held").ok());
+  sqlite3* extra = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &extra, SQLITE_OPEN_READWRITE,
+                          WalCoalescingVfs("unix-excl")) == SQLITE_OK);
+  CHECK(sqlite3_exec(extra, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) ==
+        SQLITE_OK);
+  sqlite3_close(extra);
+  CHECK(WaitOpener(child, go) == 0);
 }
 
 }  // namespace

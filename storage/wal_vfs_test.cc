@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "storage/test_util.h"
@@ -162,6 +163,54 @@ TEST_CASE("wal vfs: spilled frames, other connections and a reopened database re
   CHECK(QueryInt(plain, "SELECT count(*) FROM t") == 2015);
   CHECK(QueryText(plain, "PRAGMA integrity_check") == "ok");
   sqlite3_close(plain);
+}
+
+TEST_CASE("wal vfs: a checkpoint's database writes reach the device in pieces") {
+  TempDir dir;
+  const std::string path = dir.path() + "/p.db";
+  const char* vfs = WalCoalescingVfs("unix");
+  sqlite3* db = OpenDb(path, vfs);
+  Exec(db, "PRAGMA journal_mode=WAL");
+  Exec(db, "PRAGMA wal_autocheckpoint=0");
+  Exec(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)");
+  InsertRows(db, 0, 2000);  // ~6 MB of pages in the WAL
+  const uint64_t before = PacedWritebacksForTesting();
+  int log = -1, copied = -1;
+  REQUIRE(sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
+          SQLITE_OK);
+  CHECK(copied == log);
+  // One push per 256 KiB copied: ~6 MB is ~23 of them.
+  CHECK(PacedWritebacksForTesting() - before >= 16);
+  sqlite3_close(db);
+  sqlite3* plain = OpenDb(path, nullptr);
+  CHECK(QueryInt(plain, "SELECT count(*) FROM t") == 2000);
+  CHECK(QueryText(plain, "PRAGMA integrity_check") == "ok");
+  sqlite3_close(plain);
+}
+
+size_t OpenDescriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("wal vfs: a database's pacing descriptor is shared, and closed with its last file") {
+  TempDir dir;
+  const std::string path = dir.path() + "/x.db";
+  const char* vfs = WalCoalescingVfs("unix");
+  const size_t descriptors = OpenDescriptors();
+  sqlite3* a = OpenDb(path, vfs);
+  Exec(a, "CREATE TABLE t(k)");
+  const size_t with_one = OpenDescriptors();
+  CHECK(with_one == descriptors + 2);  // SQLite's and the shim's
+  sqlite3* b = OpenDb(path, vfs);
+  CHECK(QueryInt(b, "SELECT count(*) FROM t") == 0);
+  CHECK(OpenDescriptors() == with_one + 1);  // SQLite's only
+  sqlite3_close(b);
+  sqlite3_close(a);
+  CHECK(OpenDescriptors() == descriptors);
 }
 
 TEST_CASE("wal vfs: the base file of a shim file, and of any other") {
