@@ -1898,17 +1898,23 @@ int WaitOpener(pid_t pid, int go_fd) {
   return WEXITSTATUS(status);
 }
 
+// A file store at `path` holding table acct/Held.
+std::unique_ptr<SqliteStore> OpenHeldStore(const std::string& path) {
+  SqliteStoreOptions options = TestOptions();
+  options.path = path;
+  auto store = SqliteStore::Open(options);
+  REQUIRE(store.ok());
+  REQUIRE(store.value()->CreateTable("acct", "Held").ok());
+  return std::move(store).value();
+}
+
 TEST_CASE("a file store is the process's alone: another process's Open fails at once with kBusy") {
   TempDir dir;
   const std::string path = dir.path() + "/store.db";
   int go = -1;
   pid_t child = ForkOpener(path, &go);
   {
-    SqliteStoreOptions options = TestOptions();
-    options.path = path;
-    auto store = SqliteStore::Open(options);
-    REQUIRE(store.ok());
-    REQUIRE(store.value()->CreateTable("acct", "Held").ok());
+    auto store = OpenHeldStore(path);
     auto start = std::chrono::steady_clock::now();
     CHECK(WaitOpener(child, go) == 0);
     // No busy wait: the refusal does not sit out busy_timeout (5 s).
@@ -1933,11 +1939,7 @@ TEST_CASE("a file store stays the process's alone when another connection to it 
   const std::string path = dir.path() + "/store.db";
   int go = -1;
   pid_t child = ForkOpener(path, &go);
-  SqliteStoreOptions options = TestOptions();
-  options.path = path;
-  auto store = SqliteStore::Open(options);
-  REQUIRE(store.ok());
-  REQUIRE(store.value()->CreateTable("acct", "Held").ok());
+  auto store = OpenHeldStore(path);
   sqlite3* extra = nullptr;
   REQUIRE(sqlite3_open_v2(path.c_str(), &extra, SQLITE_OPEN_READWRITE,
                           WalCoalescingVfs("unix-excl")) == SQLITE_OK);
