@@ -30,8 +30,9 @@ constexpr size_t kMaxGatheredBytes = 4 * 1024 * 1024;
 // wrote ~2 MB in one go, and the WAL syncs acknowledging writes meanwhile
 // took 1-3 ms instead of 0.2: inserts at c16 had p99 ~4 ms. In 256 KiB
 // pieces the WAL syncs find at most one piece ahead of them: p99 2.3 ms,
-// upserts 2.8 -> 1.6-1.7 ms, batches 8.5 -> 5.3 ms (scripts/profile.sh,
-// session 16; 64 KiB cost inserts 4 % and 1 MiB left upserts at 2.1 ms).
+// upserts 2.8-3.0 -> 1.4-1.6 ms, batches 8.7 -> 5.0-5.2 ms (scripts/
+// profile.sh, session 16; 64 KiB cost inserts 4 %, 1 MiB left upserts at
+// 2.1 ms).
 constexpr size_t kPaceBytes = 256 * 1024;
 
 std::atomic<uint64_t> paced_writebacks{0};
