@@ -60,6 +60,15 @@ std::string Metrics::Render() const {
          std::to_string(static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6) + "\n";
   out += "cerulean_request_duration_seconds_count " +
          std::to_string(count_.load(std::memory_order_relaxed)) + "\n";
+  out +=
+      "# HELP cerulean_queries_total Query Entities requests, by where they were answered: on the "
+      "thread that read them (inline: a short page of key ranges only) or on the blocking pool "
+      "(deferred).\n"
+      "# TYPE cerulean_queries_total counter\n";
+  out += "cerulean_queries_total{answered=\"deferred\"} " +
+         std::to_string(queries_[0].load(std::memory_order_relaxed)) + "\n";
+  out += "cerulean_queries_total{answered=\"inline\"} " +
+         std::to_string(queries_[1].load(std::memory_order_relaxed)) + "\n";
   return out;
 }
 

@@ -21,6 +21,11 @@ struct Request;
 class Metrics {
  public:
   void Record(const Request& req, int status, double ms);
+  // A Query Entities request answered on the thread that read it
+  // (`inline_answer`), or left to the blocking pool.
+  void RecordQuery(bool inline_answer) {
+    queries_[inline_answer ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+  }
   // Prometheus exposition text of everything recorded so far.
   std::string Render() const;
   // Gauges of what `store` holds: tables and entities per account, bytes on
@@ -43,6 +48,7 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kBucketsMs.size() + 1> buckets_{};
   std::atomic<uint64_t> sum_us_{0};
   std::atomic<uint64_t> count_{0};
+  std::array<std::atomic<uint64_t>, 2> queries_{};  // [deferred, inline]
 
   std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
   std::string usage_text_;  // guarded by usage_mu_

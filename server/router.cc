@@ -417,12 +417,15 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   return std::nullopt;
 }
 
-// True iff the prepared request is answered without waiting on storage on
-// the calling thread: point reads, writes (through Store::ApplyAsync) and
-// the health check. Everything else may scan or commit on its own.
+// True iff the prepared request is dispatched on the calling thread: point
+// reads, queries (which answer there only when the page is short, and
+// otherwise leave a PendingRead for the blocking pool), writes (through
+// Store::ApplyAsync) and the health check. Everything else may scan or
+// commit on its own.
 bool RunsInline(const Request& req) {
   if (req.admin) return req.raw_path == "/_health";
-  return req.op == Operation::kGetEntity || req.op == Operation::kBatch || IsEntityWrite(req.op);
+  return req.op == Operation::kGetEntity || req.op == Operation::kQueryEntities ||
+         req.op == Operation::kBatch || IsEntityWrite(req.op);
 }
 
 // Runs `step`, turning an exception into 500 InternalError.
@@ -435,9 +438,11 @@ HttpResponse Guarded(const Request& req, Step&& step) {
   }
 }
 
-// The response of an operation's result, applying its write synchronously.
-HttpResponse ResolveNow(const ServerContext& ctx, const Request& req, OperationResult result) {
+// The response of an operation's result, applying its write or running its
+// read synchronously.
+HttpResponse ResolveNow(const ServerContext& ctx, Request& req, OperationResult result) {
   if (auto* res = std::get_if<HttpResponse>(&result)) return std::move(*res);
+  if (auto* read = std::get_if<PendingRead>(&result)) return read->run(ctx, req);
   PendingWrite& write = std::get<PendingWrite>(result);
   storage::ApplyOutcome outcome;
   outcome.status =
@@ -671,6 +676,14 @@ void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
     result = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
   }
   if (auto* res = std::get_if<HttpResponse>(&result)) return Complete(ctx, *a, std::move(*res));
+  if (auto* read = std::get_if<PendingRead>(&result)) {
+    auto finish = [&ctx, a, run = read->run] {
+      Complete(ctx, *a, Guarded(a->req, [&] { return run(ctx, a->req); }));
+    };
+    if (ctx.blocking_pool == nullptr) return finish();
+    boost::asio::post(*ctx.blocking_pool, std::move(finish));
+    return;
+  }
   // A write: the store commits it with whatever else is queued, and the
   // answer is built back on the request's executor.
   PendingWrite& write = std::get<PendingWrite>(result);

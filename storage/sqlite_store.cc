@@ -946,7 +946,7 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
                              const ScanRequest& request, const RowVisitor& visit,
                              std::optional<EntityKey>* next) {
   next->reset();
-  ReadLease lease(this);
+  ReadLease lease(this, request.point_reader ? ReadLease::kPoint : ReadLease::kAny);
   Connection* c = lease.conn();
   // One read transaction: every range of the page sees one snapshot.
   Status s = c->Exec("BEGIN");

@@ -1808,6 +1808,29 @@ TEST_CASE("store(file): point reads have their own readers and fall back to the 
     CHECK(held.status().ok());
   }
 
+  SUBCASE("a short scan may take the point reader, and sees what a pooled one sees") {
+    ScanRequest req;
+    req.ranges = {KeyRange{KeyBound{"p", std::nullopt, true}, KeyBound{"p", std::nullopt, true}}};
+    req.limit = 10;
+    req.start = EntityKey{"p", "r00040"};
+    req.point_reader = true;
+    ScanResult on_point;
+    {
+      HeldScan held(*store);
+      // With the flag ignored, this scan would wait for the held one's reader.
+      REQUIRE(store->Scan("acct", "t", req, &on_point).ok());
+      held.Release();
+      CHECK_FALSE(held.timed_out());
+    }
+    req.point_reader = false;
+    ScanResult pooled;
+    REQUIRE(store->Scan("acct", "t", req, &pooled).ok());
+    REQUIRE(on_point.entities.size() == 10);
+    CHECK(on_point.entities.front().row_key == "r00040");
+    CHECK(on_point.entities == pooled.entities);
+    CHECK(on_point.next == pooled.next);
+  }
+
   SUBCASE("more concurrent point reads than point readers; each sees the writes before it") {
     constexpr int kThreads = 6, kRounds = 150;
     std::atomic<int> stale{0}, failed{0};

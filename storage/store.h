@@ -67,6 +67,10 @@ struct ScanRequest {
   // returns true the scan stops with kBusy. May be empty.
   std::function<bool()> abandon;
   static constexpr size_t kRowsPerAbandonPoll = 32;
+  // A short scan on a thread that also serves point reads: it may take an
+  // idle point reader (whose larger page cache holds more of the table)
+  // instead of a pooled one.
+  bool point_reader = false;
 };
 
 struct ScanResult {

@@ -4,6 +4,7 @@
 #include "server/entity_atom.h"
 #include "server/listener.h"
 #include "server/logger.h"
+#include "server/metrics.h"
 #include "server/operations/operations.h"
 #include "server/page_prefetch.h"
 #include "server/query_options.h"
@@ -16,6 +17,14 @@ namespace {
 // Rows a page may examine before it is cut short with a continuation
 // (query.md §6.1: bounds the work of a filter that matches little).
 constexpr size_t kMaxExaminedPerPage = 200'000;
+
+// A page the thread that read the request renders itself (QueryEntities):
+// key ranges only, so every row read is written, at most this many rows and
+// bytes of JSON, about the work of a few large point reads. Longer pages go
+// to the blocking pool, where they share the core with the I/O thread
+// instead of holding up its other connections.
+constexpr size_t kInlineQueryRows = 100;
+constexpr size_t kInlineQueryBytes = size_t{1} << 20;
 
 bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
   bool bad = false;
@@ -82,10 +91,12 @@ struct FeedInputs {
 
 // The body of a Query Entities page in JSON, each entity written as the
 // store reads its row: straight from the stored encoding, or (for $select)
-// from the row decoded.
+// from the row decoded. Gives up with kBusy once the body is longer than
+// `max_bytes`.
 storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs& in,
                                      const storage::ScanRequest& scan, std::string* body,
-                                     std::optional<storage::EntityKey>* next) {
+                                     std::optional<storage::EntityKey>* next,
+                                     size_t max_bytes = SIZE_MAX) {
   const JsonContext jc = in.json();
   const std::vector<std::string>* select = in.select ? &*in.select : nullptr;
   body->reserve(4096);
@@ -122,6 +133,7 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
           body->reserve(body->size() +
                         (std::min<size_t>(scan.limit, 1000) - 1) * (first + first / 8) + 16);
         }
+        if (st.ok() && body->size() > max_bytes) return storage::Status::Busy("page too long");
         return st;
       },
       next);
@@ -167,6 +179,7 @@ std::string PageKey(const FeedInputs& in, std::string_view filter,
 void PrefetchNextPage(const ServerContext& ctx, FeedInputs in, std::string_view filter,
                       storage::ScanRequest scan, const storage::EntityKey& next) {
   scan.start = next;
+  scan.point_reader = false;  // rendered on the blocking pool
   std::string key = PageKey(in, filter, scan);
   ctx.prefetcher->Arm(*ctx.blocking_pool, *ctx.store, std::move(key),
                       [&ctx, in = std::move(in), scan = std::move(scan)](
@@ -258,7 +271,13 @@ std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
   return std::nullopt;
 }
 
-HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
+namespace {
+
+// A Query Entities page. With `inline_only`, nullopt instead when the page
+// is not short enough to render on the thread that read the request
+// (kInlineQueryRows, kInlineQueryBytes).
+std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req,
+                                            bool inline_only) {
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
@@ -283,6 +302,7 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
     // Owns all it uses: a page rendered ahead runs it after the request.
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
+  if (inline_only && req.atom) return std::nullopt;
   std::optional<storage::EntityKey> next;
   HttpResponse res;
   if (req.atom) {
@@ -309,7 +329,13 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
       body = std::move(ready->body);
       next = std::move(ready->next);
     } else {
-      storage::Status s = StreamEntityFeedJson(ctx, in, scan, &body, &next);
+      // Without a predicate every row read is written: the page's work is
+      // bounded by $top.
+      if (inline_only && (scan.predicate || scan.limit > kInlineQueryRows)) return std::nullopt;
+      scan.point_reader = inline_only;
+      storage::Status s = StreamEntityFeedJson(ctx, in, scan, &body, &next,
+                                               inline_only ? kInlineQueryBytes : SIZE_MAX);
+      if (inline_only && s.code() == storage::StatusCode::kBusy) return std::nullopt;
       if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     }
     res = JsonResponse(req, http::status::ok, std::move(body));
@@ -325,6 +351,21 @@ HttpResponse QueryEntities(const ServerContext& ctx, Request& req) {
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(next->row_key));
   }
   return res;
+}
+
+}  // namespace
+
+OperationResult QueryEntities(const ServerContext& ctx, Request& req) {
+  if (auto res = RenderQueryPage(ctx, req, true)) {
+    if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(true);
+    return std::move(*res);
+  }
+  return PendingRead{&QueryEntitiesPage};
+}
+
+HttpResponse QueryEntitiesPage(const ServerContext& ctx, Request& req) {
+  if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(false);
+  return *RenderQueryPage(ctx, req, false);
 }
 
 HttpResponse GetEntity(const ServerContext& ctx, Request& req) {

@@ -25,9 +25,16 @@ struct PendingWrite {
   std::function<HttpResponse(const Request& req, const storage::ApplyOutcome& outcome)> answer;
 };
 
-// What an operation that writes entities returns: its response, when it
-// fails before writing, or the write to apply.
-using OperationResult = std::variant<HttpResponse, PendingWrite>;
+// A read an operation found too long to answer on the thread that read the
+// request (a query that may examine many rows): the router runs `run` on
+// the blocking pool instead, or at once where it has none.
+struct PendingRead {
+  HttpResponse (*run)(const ServerContext& ctx, Request& req);
+};
+
+// What an operation returns: its response, the write to apply (an entity
+// write that did not fail before writing), or the read to run elsewhere.
+using OperationResult = std::variant<HttpResponse, PendingWrite, PendingRead>;
 
 HttpResponse QueryTables(const ServerContext& ctx, Request& req);
 HttpResponse GetTable(const ServerContext& ctx, Request& req);
@@ -36,7 +43,12 @@ HttpResponse DeleteTable(const ServerContext& ctx, Request& req);
 HttpResponse GetTableAcl(const ServerContext& ctx, Request& req);
 HttpResponse SetTableAcl(const ServerContext& ctx, Request& req);
 
-HttpResponse QueryEntities(const ServerContext& ctx, Request& req);
+// Answers on the calling thread when the page is short (key ranges only, at
+// most kInlineQueryRows rows and kInlineQueryBytes of JSON), else returns a
+// PendingRead of QueryEntitiesPage.
+OperationResult QueryEntities(const ServerContext& ctx, Request& req);
+// Any Query Entities page, however long.
+HttpResponse QueryEntitiesPage(const ServerContext& ctx, Request& req);
 HttpResponse GetEntity(const ServerContext& ctx, Request& req);
 // Insert, Update, Merge, Delete and the upserts (req.op says which).
 OperationResult WriteEntity(const ServerContext& ctx, Request& req);

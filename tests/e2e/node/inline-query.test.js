@@ -1,0 +1,143 @@
+'use strict';
+// Where Query Entities is answered (server/operations/entities.cc): a short
+// page of key ranges only (at most 100 rows, at most 1 MiB of JSON) on the
+// thread that read the request, anything else on the blocking pool. Both must
+// give the same answer; /_metrics counts which one did (each group runs its
+// own server, so the counts are exactly ours).
+
+const { test, describe, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { TableClient, AzureNamedKeyCredential, odata } = require('@azure/data-tables');
+
+const { startServer, uniqueTableName } = require('./server');
+const { request } = require('./http');
+
+async function queryCounts(server) {
+  const res = await request(server, { rawTarget: '/_metrics', auth: 'none' });
+  assert.equal(res.status, 200, res.body);
+  const counts = {};
+  for (const m of res.body.matchAll(/^cerulean_queries_total\{answered="(\w+)"\} (\d+)$/gm)) {
+    counts[m[1]] = Number(m[2]);
+  }
+  assert.deepEqual(Object.keys(counts).sort(), ['deferred', 'inline'], res.body);
+  return counts;
+}
+
+// Runs `query` (raw HTTP, JSON) and returns the answer with how many
+// queries each path answered meanwhile.
+async function counted(server, table, query, accept, more = {}) {
+  const before = await queryCounts(server);
+  const headers = { ...(accept ? { Accept: accept } : {}), ...more };
+  const res = await request(server, { path: `/${table}()?${query}`, headers });
+  assert.equal(res.status, 200, res.body);
+  const after = await queryCounts(server);
+  return {
+    res,
+    inline: after.inline - before.inline,
+    deferred: after.deferred - before.deferred,
+  };
+}
+
+const filter = (f) => `$filter=${encodeURIComponent(f)}`;
+
+for (const mode of ['memory', 'disk']) {
+  describe(`queries answered inline or on the pool (${mode})`, () => {
+    let server;
+    let dir;
+    let table;
+    let client;
+    const big = 'x'.repeat(30000); // ~30 KB of JSON per entity of partition "big"
+    before(async () => {
+      if (mode === 'disk') dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerulean-inline-'));
+      server = await startServer(dir ? { location: dir } : {});
+      table = uniqueTableName('inline');
+      const cred = new AzureNamedKeyCredential(server.account, server.key);
+      client = new TableClient(server.endpoint, table, cred, { allowInsecureConnection: true });
+      await client.createTable();
+      for (let b = 0; b < 2; b++) {
+        const ops = [];
+        for (let i = b * 75; i < (b + 1) * 75; i++) {
+          ops.push(['create', {
+            partitionKey: 'p', rowKey: `r${String(i).padStart(3, '0')}`, N: i, Even: i % 2 === 0,
+            Big: { value: String(i * 1e12), type: 'Int64' }, Name: `n"${i}\\é`,
+          }]);
+        }
+        await client.submitTransaction(ops);
+      }
+      const ops = [];
+      for (let i = 0; i < 40; i++) ops.push(['create', { partitionKey: 'big', rowKey: String(i).padStart(2, '0'), Text: big, N: i }]);
+      await client.submitTransaction(ops);
+    });
+    after(async () => {
+      if (server) await server.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('a key range with $top 100 is answered inline, with $top 101 on the pool, and the pages agree', async () => {
+      const range = filter("PartitionKey eq 'p' and RowKey ge 'r010'");
+      for (const accept of [undefined, 'application/json;odata=fullmetadata', 'application/json;odata=nometadata']) {
+        const short = await counted(server, table, `${range}&$top=100`, accept);
+        assert.deepEqual([short.inline, short.deferred], [1, 0], `inline (${accept})`);
+        const long = await counted(server, table, `${range}&$top=101`, accept);
+        assert.deepEqual([long.inline, long.deferred], [0, 1], `deferred (${accept})`);
+        const a = short.res.json.value;
+        const b = long.res.json.value;
+        assert.equal(a.length, 100);
+        assert.equal(b.length, 101);
+        assert.deepEqual(a, b.slice(0, 100));
+        assert.equal(a[0].RowKey, 'r010');
+        // Each continues where it stopped.
+        for (const [r, first] of [[short.res, 'r110'], [long.res, 'r111']]) {
+          const next = `NextPartitionKey=${encodeURIComponent(r.headers['x-ms-continuation-nextpartitionkey'])}` +
+            `&NextRowKey=${encodeURIComponent(r.headers['x-ms-continuation-nextrowkey'])}`;
+          const rest = await request(server, { path: `/${table}()?${range}&$top=1&${next}`, headers: { Accept: 'application/json;odata=nometadata' } });
+          assert.equal(rest.status, 200, rest.body);
+          assert.equal(rest.json.value[0].RowKey, first);
+        }
+        assert.equal(short.res.json['odata.metadata'], long.res.json['odata.metadata']);
+      }
+    });
+
+    test('$select pages are answered inline too', async () => {
+      const r = await counted(server, table, `${filter("PartitionKey eq 'p'")}&$select=N,Name&$top=5`);
+      assert.deepEqual([r.inline, r.deferred], [1, 0]);
+      assert.deepEqual(r.res.json.value.map((e) => [e.N, e.Name]), [0, 1, 2, 3, 4].map((i) => [i, `n"${i}\\é`]));
+    });
+
+    test('a residual filter, Atom and pages over 100 rows go to the pool', async () => {
+      const residual = await counted(server, table, `${filter('N ge 5 and Even eq true')}&$top=3`);
+      assert.deepEqual([residual.inline, residual.deferred], [0, 1]);
+      assert.deepEqual(residual.res.json.value.map((e) => e.N), [6, 8, 10]);
+      const all = await counted(server, table, '');
+      assert.deepEqual([all.inline, all.deferred], [0, 1]);
+      assert.equal(all.res.json.value.length, 190);
+      const atom = await counted(server, table, `${filter("PartitionKey eq 'p'")}&$top=2`, 'application/atom+xml',
+        { 'x-ms-version': '2013-08-15' });
+      assert.deepEqual([atom.inline, atom.deferred], [0, 1]);
+      assert.match(atom.res.body, /<d:RowKey>r001<\/d:RowKey>/);
+    });
+
+    test('a page over 1 MiB is given up inline and rendered whole on the pool', async () => {
+      const r = await counted(server, table, `${filter("PartitionKey eq 'big'")}&$top=100`);
+      assert.deepEqual([r.inline, r.deferred], [0, 1]);
+      assert.ok(r.res.body.length > 1 << 20, `${r.res.body.length} bytes`);
+      const rows = r.res.json.value;
+      assert.deepEqual(rows.map((e) => e.N), [...Array(40).keys()]);
+      assert.ok(rows.every((e) => e.Text === big));
+      assert.equal(r.res.headers['x-ms-continuation-nextpartitionkey'], undefined);
+    });
+
+    test('@azure/data-tables pages through a partition 20 at a time, every page inline', async () => {
+      const before = await queryCounts(server);
+      const keys = [];
+      const pages = client.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${'p'}` } }).byPage({ maxPageSize: 20 });
+      for await (const page of pages) keys.push(...page.map((e) => e.rowKey));
+      const after = await queryCounts(server);
+      assert.deepEqual(keys, [...Array(150).keys()].map((i) => `r${String(i).padStart(3, '0')}`));
+      assert.deepEqual([after.inline - before.inline, after.deferred - before.deferred], [8, 0]);
+    });
+  });
+}
