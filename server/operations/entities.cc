@@ -281,7 +281,8 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
-  if (ctx.logger != nullptr && ctx.logger->debug_enabled()) {
+  // Logged once: a page left to the pool is planned again there.
+  if (inline_only && ctx.logger != nullptr && ctx.logger->debug_enabled()) {
     ctx.logger->Debug(req, "query plan " + req.path.table + ": " + plan.ToString());
   }
   storage::ScanRequest scan;
