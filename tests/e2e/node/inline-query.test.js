@@ -14,15 +14,11 @@ const { TableClient, AzureNamedKeyCredential, odata } = require('@azure/data-tab
 
 const { startServer, uniqueTableName } = require('./server');
 const { request } = require('./http');
+const { metricCounts } = require('./util');
 
 async function queryCounts(server) {
-  const res = await request(server, { rawTarget: '/_metrics', auth: 'none' });
-  assert.equal(res.status, 200, res.body);
-  const counts = {};
-  for (const m of res.body.matchAll(/^cerulean_queries_total\{answered="(\w+)"\} (\d+)$/gm)) {
-    counts[m[1]] = Number(m[2]);
-  }
-  assert.deepEqual(Object.keys(counts).sort(), ['deferred', 'inline'], res.body);
+  const counts = await metricCounts(server, 'cerulean_queries_total', 'answered');
+  assert.deepEqual(Object.keys(counts).sort(), ['deferred', 'inline']);
   return counts;
 }
 

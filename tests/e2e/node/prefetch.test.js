@@ -13,6 +13,7 @@ const { TableClient, AzureNamedKeyCredential } = require('@azure/data-tables');
 
 const { startServer, uniqueTableName } = require('./server');
 const { request } = require('./http');
+const { metricCounts } = require('./util');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // Time for a page to be rendered ahead once its predecessor is written:
@@ -20,13 +21,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const PAUSE_MS = 200;
 
 async function prefetchCounts(server) {
-  const res = await request(server, { rawTarget: '/_metrics', auth: 'none' });
-  assert.equal(res.status, 200, res.body);
-  const counts = {};
-  for (const m of res.body.matchAll(/^cerulean_page_prefetch_total\{result="(\w+)"\} (\d+)$/gm)) {
-    counts[m[1]] = Number(m[2]);
-  }
-  assert.deepEqual(Object.keys(counts).sort(), ['served', 'stale', 'started', 'stopped'], res.body);
+  const counts = await metricCounts(server, 'cerulean_page_prefetch_total', 'result');
+  assert.deepEqual(Object.keys(counts).sort(), ['served', 'stale', 'started', 'stopped']);
   return counts;
 }
 

@@ -1,7 +1,9 @@
 'use strict';
-// Assertions shared by the Node end-to-end suites.
+// Assertions and /_metrics reading shared by the Node end-to-end suites.
 
 const assert = require('node:assert/strict');
+
+const { request } = require('./http');
 
 const ETAG_RE = /^W\/"datetime'(\d{4}-\d\d-\d\dT\d\d%3A\d\d%3A\d\d(?:\.\d{1,7})?Z)'"$/;
 const TIMESTAMP_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{0,6}[1-9])?Z$/;
@@ -94,4 +96,16 @@ function compareKeys(a, b) {
     ordinal(a.rowKey ?? a.RowKey, b.rowKey ?? b.RowKey);
 }
 
-module.exports = { assertError, rejectsWith, errorCode, assertEtag, etagOf, ticks, ordinal, compareKeys, ETAG_RE, TIMESTAMP_RE };
+// A counter of /_metrics by the values of one label, e.g.
+// metricCounts(server, 'cerulean_queries_total', 'answered') -> { deferred: 1, inline: 3 }.
+async function metricCounts(server, metric, label) {
+  const res = await request(server, { rawTarget: '/_metrics', auth: 'none' });
+  assert.equal(res.status, 200, res.body);
+  const counts = {};
+  for (const m of res.body.matchAll(new RegExp(`^${metric}\\{${label}="(\\w+)"\\} (\\d+)$`, 'gm'))) {
+    counts[m[1]] = Number(m[2]);
+  }
+  return counts;
+}
+
+module.exports = { metricCounts, assertError, rejectsWith, errorCode, assertEtag, etagOf, ticks, ordinal, compareKeys, ETAG_RE, TIMESTAMP_RE };
