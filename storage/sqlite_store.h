@@ -39,15 +39,17 @@ struct SqliteStoreOptions {
   int64_t memory_limit_bytes = int64_t{0x7fff0000};
   // Reader connections of a file store (at least 1). Unused in memory.
   size_t reader_pool_size = 8;
-  // Further readers kept for point reads (GetEntityRow), each with a page cache
-  // of `point_reader_cache_bytes` instead of SQLite's default 2 MiB: a point
-  // read of a 100k-entity table otherwise misses the cache ~1.6 times per
-  // read and reads the pages with pread (16 MiB: 0.5 times, +12 % point
-  // reads/s; `scripts/profile.sh point100k`). GetEntityRow takes an idle one,
-  // else a pooled reader. The memory they may hold is bounded by count x
-  // cache, whatever the data size. Unused in memory.
+  // Further readers kept for point reads (GetEntityRow) and short pages, each
+  // with a page cache of `point_reader_cache_bytes` instead of SQLite's
+  // default 2 MiB: a point read of the bench's 100k-entity table (~30 MB of
+  // pages) otherwise misses the cache ~1.6 times per read and reads the
+  // pages with pread (16 MiB: 0.52 times, +12 % point reads/s; 32 MiB: 0.03
+  // times, 24-27 -> 21-24 us of server CPU a read; `scripts/profile.sh
+  // point100k`). GetEntityRow takes an idle one, else a pooled reader. The
+  // memory they may hold is bounded by count x cache, whatever the data
+  // size. Unused in memory.
   size_t point_reader_count = 2;
-  int64_t point_reader_cache_bytes = int64_t{16} << 20;
+  int64_t point_reader_cache_bytes = int64_t{32} << 20;
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
   // with pread. Off by default: mapped pages count in the process's resident
   // memory, which then grows with the data. Unused in memory.
