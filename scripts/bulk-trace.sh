@@ -5,13 +5,6 @@
 # scripts/bulk-trace.js printing when the slow batches came.
 #   bash scripts/bulk-trace.sh [table...]      # BUILD_DIR, BENCH, SERVER_ARGS as in profile.sh
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bin=${BUILD_DIR:-build}/cerulean
-bench=${BENCH:-../shared/bench}
-data=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-taskset -c 1 "$bin" --tableHost 127.0.0.1 --tablePort "$port" --location "$data" --silent ${SERVER_ARGS:-} >/dev/null &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/pinned-server.sh"
 if [[ $# -eq 0 ]]; then set -- bulka bulkb bulkc; fi
 taskset -c 0 node scripts/bulk-trace.js "$port" "$bench" "$@"
