@@ -44,10 +44,11 @@ struct SqliteStoreOptions {
   // default 2 MiB: a point read of the bench's 100k-entity table (~30 MB of
   // pages) otherwise misses the cache ~1.6 times per read and reads the
   // pages with pread (16 MiB: 0.52 times, +12 % point reads/s; 32 MiB: 0.03
-  // times, 24-27 -> 21-24 us of server CPU a read; `scripts/profile.sh
-  // point100k`). GetEntityRow takes an idle one, else a pooled reader. The
-  // memory they may hold is bounded by count x cache, whatever the data
-  // size. Unused in memory.
+  // times, 22.6-26.5 -> 20.6-23.2 us of server CPU a read; `scripts/
+  // profile.sh point100k`). GetEntityRow takes an idle one, else a pooled
+  // reader. A cache holds only pages read, so the memory they may hold is
+  // bounded by count x cache, and by the database's size below that. Unused
+  // in memory.
   size_t point_reader_count = 2;
   int64_t point_reader_cache_bytes = int64_t{32} << 20;
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
