@@ -301,14 +301,23 @@ void RegisterSyncCountingVfs() {
   });
 }
 
-TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
-  RegisterSyncCountingVfs();
-  TempDir dir;
+// Options for a store in `dir` named `file`, without background reaping;
+// through kSyncCountingVfs when `counted`.
+SqliteStoreOptions StoreOptions(const TempDir& dir, const std::string& file, bool counted) {
   REQUIRE_FALSE(dir.path().empty());
   SqliteStoreOptions options;
-  options.path = dir.path() + "/sync.db";
-  options.vfs = kSyncCountingVfs;
+  options.path = dir.path() + "/" + file;
   options.background_reaping = false;
+  if (counted) {
+    RegisterSyncCountingVfs();
+    options.vfs = kSyncCountingVfs;
+  }
+  return options;
+}
+
+TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
+  TempDir dir;
+  SqliteStoreOptions options = StoreOptions(dir, "sync.db", /*counted=*/true);
   options.reap_chunk_rows = 50;
 
   SUBCASE("fsync_commits (the default): one sync or more per commit") {
@@ -381,19 +390,14 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
   }
 }
 
-// The bench's bulk load changes ~100 pages a batch, at random places of a
-// partition larger than SQLite's default 2 MiB page cache: each page the
+// The bench's bulk load changes ~100 pages a batch and cycles through more
+// leaf pages than SQLite's default 2 MiB page cache holds: each page the
 // cache had lost came through a pread (SqliteStoreOptions::
 // writer_cache_bytes). Here ~3 MiB of rows are rewritten in random order;
 // the WAL stays below the checkpoint trigger, so no other connection reads.
 TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
-  RegisterSyncCountingVfs();
   TempDir dir;
-  REQUIRE_FALSE(dir.path().empty());
-  SqliteStoreOptions options;
-  options.path = dir.path() + "/cache.db";
-  options.vfs = kSyncCountingVfs;
-  options.background_reaping = false;
+  SqliteStoreOptions options = StoreOptions(dir, "cache.db", /*counted=*/true);
   options.fsync_commits = false;
   options.writer_cache_idle_release = std::chrono::milliseconds(0);  // kept: see below
   int64_t cache_bytes = 0;
@@ -440,10 +444,7 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
 
 TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   TempDir dir;
-  REQUIRE_FALSE(dir.path().empty());
-  SqliteStoreOptions options;
-  options.path = dir.path() + "/idle.db";
-  options.background_reaping = false;
+  SqliteStoreOptions options = StoreOptions(dir, "idle.db", /*counted=*/false);
   options.fsync_commits = false;
   options.writer_cache_idle_release = std::chrono::milliseconds(100);
   auto store = SqliteStore::Open(options);
