@@ -399,7 +399,7 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   TempDir dir;
   SqliteStoreOptions options = StoreOptions(dir, "cache.db", /*counted=*/true);
   options.fsync_commits = false;
-  options.writer_cache_idle_release = std::chrono::milliseconds(0);  // kept: see below
+  options.writer_cache_idle_release = std::chrono::milliseconds(0);  // none mid-test
   int64_t cache_bytes = 0;
   SUBCASE("the default, 16 MiB") { cache_bytes = options.writer_cache_bytes; }
   SUBCASE("1 MiB: the counter sees the misses") { cache_bytes = int64_t{1} << 20; }
@@ -473,8 +473,7 @@ TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   }
   SqliteStoreStats after = releases_after(before.writer_cache_releases);
   CHECK(after.writer_cache_releases == before.writer_cache_releases + 1);
-  CHECK(after.writer_cache_bytes_released - before.writer_cache_bytes_released >
-        uint64_t{2} << 20);
+  CHECK(after.writer_cache_bytes_released - before.writer_cache_bytes_released > uint64_t{2} << 20);
   // No writes, no further release.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK((*store)->GetStats().writer_cache_releases == after.writer_cache_releases);
