@@ -675,6 +675,8 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   // its frames too, and WAL frames are replayed in order, so it can be lost
   // only together with everything after it.
   if (s.ok() && sync == Sync::kDurable && sync_pipeline_) s = SyncWal();
+  lock.unlock();
+  WriterCacheUsed();
   return s;
 }
 
@@ -1352,7 +1354,9 @@ void SqliteStore::CommitLoop() {
         continue;
       }
     } else {
-      group_cv_.wait(lock, ready);
+      // Other writes (tables, the reaper's chunks) warm the cache too.
+      group_cv_.wait(lock, [&] { return ready() || (release_idle_cache && writer_cache_warm_); });
+      if (!ready()) continue;
     }
     if (group_queue_.empty()) return;  // stopping, and everything queued is done
     // Woken by the first small write of a burst: let the threads that are
@@ -1404,6 +1408,15 @@ void SqliteStore::CommitLoop() {
     lock.lock();
     writer_cache_warm_ = true;
   }
+}
+
+void SqliteStore::WriterCacheUsed() {
+  {
+    std::lock_guard<std::mutex> lock(group_mu_);
+    if (writer_cache_warm_) return;
+    writer_cache_warm_ = true;
+  }
+  group_cv_.notify_one();
 }
 
 void SqliteStore::ReleaseWriterCache() {

@@ -234,6 +234,10 @@ class SqliteStore final : public Store {
   // Empties the writer's page cache (SqliteStoreOptions::
   // writer_cache_idle_release). Takes writer_mu_.
   void ReleaseWriterCache();
+  // Tells the committer that the writer connection was used outside its
+  // groups (WriteTransaction: tables, the reaper), so that its cache is
+  // emptied once idle too. Takes group_mu_.
+  void WriterCacheUsed();
   // The syncer thread (durable file stores): makes the WAL durable for
   // every group committed so far with one sync, then runs their callbacks,
   // while the committer already builds the next group. See storage/README.md.
@@ -287,7 +291,8 @@ class SqliteStore final : public Store {
   std::condition_variable group_cv_;
   std::vector<std::unique_ptr<PendingApply>> group_queue_;  // guarded by group_mu_
   bool group_stopping_ = false;                             // guarded by group_mu_
-  // The committer has written since the writer's cache was last emptied.
+  // The writer connection was used (by the committer or the reaper) since
+  // its cache was last emptied.
   bool writer_cache_warm_ = false;  // guarded by group_mu_
   std::atomic<uint64_t> writer_cache_releases_{0};
   std::atomic<uint64_t> writer_cache_bytes_released_{0};
