@@ -28,6 +28,12 @@ namespace {
 // /proc/PID/task/*/comm.
 void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
+// The statement that gives a connection a page cache of `bytes` (at least
+// 1 KiB; a negative cache_size counts KiB).
+std::string CacheSizePragma(int64_t bytes) {
+  return "PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(1, bytes >> 10));
+}
+
 // PRAGMA user_version of the schema below. persistent: never renumber; a
 // schema change adds a version and a migration step in Init().
 constexpr int kSchemaVersion = 1;
@@ -559,8 +565,7 @@ Status SqliteStore::Init() {
     if (!s.ok()) return s;
     sync_pipeline_ = options_.fsync_commits;
     if (options_.writer_cache_bytes > 0) {
-      s = w->Exec("PRAGMA cache_size=-" +
-                  std::to_string(std::max<int64_t>(1, options_.writer_cache_bytes >> 10)));
+      s = w->Exec(CacheSizePragma(options_.writer_cache_bytes));
       if (!s.ok()) return s;
     }
   }
@@ -593,9 +598,9 @@ Status SqliteStore::Init() {
   }
 
   if (!options_.in_memory) {
-    // Opens `count` read-only connections into `idle`, each with the given
-    // page cache (KiB, as a negative cache_size; 0 keeps SQLite's 2 MiB).
-    auto open_readers = [&](size_t count, int64_t cache_kib,
+    // Opens `count` read-only connections into `idle`, each with a page
+    // cache of `cache_bytes` (0 keeps SQLite's 2 MiB).
+    auto open_readers = [&](size_t count, int64_t cache_bytes,
                             std::vector<std::unique_ptr<Connection>>* idle) {
       for (size_t i = 0; i < count; ++i) {
         std::unique_ptr<Connection> reader;
@@ -605,8 +610,7 @@ Status SqliteStore::Init() {
         // pread and a copy into each connection's own page cache.
         if (rs.ok())
           rs = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
-        if (rs.ok() && cache_kib > 0)
-          rs = reader->Exec("PRAGMA cache_size=-" + std::to_string(cache_kib));
+        if (rs.ok() && cache_bytes > 0) rs = reader->Exec(CacheSizePragma(cache_bytes));
         if (!rs.ok()) return rs;
         idle->push_back(std::move(reader));
       }
@@ -615,7 +619,7 @@ Status SqliteStore::Init() {
     s = open_readers(std::max<size_t>(1, options_.reader_pool_size), 0, &idle_readers_);
     if (s.ok())
       s = open_readers(options_.point_reader_count,
-                       std::max<int64_t>(1, options_.point_reader_cache_bytes >> 10),
+                       std::max<int64_t>(1, options_.point_reader_cache_bytes),
                        &idle_point_readers_);
     if (!s.ok()) return s;
 

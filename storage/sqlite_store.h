@@ -291,8 +291,8 @@ class SqliteStore final : public Store {
   std::condition_variable group_cv_;
   std::vector<std::unique_ptr<PendingApply>> group_queue_;  // guarded by group_mu_
   bool group_stopping_ = false;                             // guarded by group_mu_
-  // The writer connection was used (by the committer or the reaper) since
-  // its cache was last emptied.
+  // The writer connection was used (by the committer or a
+  // WriteTransaction) since its cache was last emptied.
   bool writer_cache_warm_ = false;  // guarded by group_mu_
   std::atomic<uint64_t> writer_cache_releases_{0};
   std::atomic<uint64_t> writer_cache_bytes_released_{0};

@@ -18,6 +18,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -417,7 +418,7 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
               {{"Data", Value::String(std::string(2000, fill))}});
   };
   std::vector<int> order(kRows);
-  for (int i = 0; i < kRows; ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), 0);
   for (int at = 0; at < kRows; at += 100) {
     std::vector<WriteOp> ops;
     for (int i = at; i < at + 100; ++i) ops.push_back(row(i, 'a'));
@@ -462,6 +463,7 @@ TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   // first release comes after the last of them, holding all ~3 MiB (more
   // than SQLite's default 2 MiB cache could).
   SqliteStoreStats before = releases_after(0);  // CreateTable's release
+  CHECK(before.writer_cache_releases == 1);
   for (int at = 0; at < 1500; at += 100) {
     std::vector<WriteOp> ops;
     for (int i = at; i < at + 100; ++i) {
