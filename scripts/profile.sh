@@ -31,6 +31,8 @@ bench=${BENCH:-../shared/bench}
 profiler=${PROFILER:-callgrind}
 out_dir=$build_dir/profile
 mkdir -p "$out_dir"
+# The harness's npm packages (a fresh machine has none yet) and wrk.
+bash "$bench/lib/ensure-deps.sh" >&2
 data=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$data"' EXIT

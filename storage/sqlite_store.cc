@@ -1582,6 +1582,9 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
     BackgroundCheckpoint background = self->checkpoint_last_;
     background.busy = self->checkpoint_pending_ || self->checkpoint_running_;
     action = self->wal_planner_.AfterCommit(pages, background);
+    self->checkpoint_wal_pages_ = pages;
+    self->checkpoint_wal_generation_ = self->wal_planner_.generation();
+    ++self->checkpoint_commits_;
     if (action == WalAction::kStartBackground) {
       self->checkpoint_pending_ = true;
       self->checkpoint_generation_ = self->wal_planner_.generation();
@@ -1619,9 +1622,29 @@ void SqliteStore::CheckpointLoop() {
     checkpoints_background_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
     checkpoint_running_ = false;
-    if (rc == SQLITE_OK && copied >= 0) {
-      checkpoint_last_.copied = copied;
-      checkpoint_last_.copied_generation = generation;
+    if (rc != SQLITE_OK || copied < 0) continue;
+    const bool progressed =
+        checkpoint_last_.copied_generation != generation || copied > checkpoint_last_.copied;
+    checkpoint_last_.copied = copied;
+    checkpoint_last_.copied_generation = generation;
+    // Frames committed during the pass are left for the next one, which a
+    // commit asks for (or the writer copies them: wal_checkpoint.h). When
+    // writes stop, no commit comes: after a bulk load the last ~6,000
+    // frames waited for the next write, a Delete Table that then took
+    // 40-70 ms copying them at the hard limit. So once no commit has come
+    // for a moment, the checkpointer copies them. Not again if the pass
+    // copied nothing new (a reader's snapshot holds it back), and not if a
+    // commit has already asked for a pass or rewound the WAL.
+    if (!progressed || checkpoint_pending_ || checkpoint_wal_generation_ != generation ||
+        checkpoint_wal_pages_ <= copied) {
+      continue;
+    }
+    const uint64_t commits = checkpoint_commits_;
+    if (!checkpoint_cv_.wait_for(lock, options_.checkpoint_idle_pass_after, [&] {
+          return checkpoint_stopping_ || checkpoint_pending_ || checkpoint_commits_ != commits;
+        })) {
+      checkpoint_pending_ = true;
+      checkpoints_idle_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 }
@@ -1702,6 +1725,7 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.statements_run = statements_run_.load(std::memory_order_relaxed);
   stats.vm_steps = vm_steps_.load(std::memory_order_relaxed);
   stats.checkpoints_background = checkpoints_background_.load(std::memory_order_relaxed);
+  stats.checkpoints_idle = checkpoints_idle_.load(std::memory_order_relaxed);
   stats.checkpoints_writer = checkpoints_writer_.load(std::memory_order_relaxed);
   stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
   stats.writer_cache_releases = writer_cache_releases_.load(std::memory_order_relaxed);

@@ -68,6 +68,10 @@ struct SqliteStoreOptions {
   // (the bench's peak RSS, whole run: 62 -> 77 MB with the cache kept).
   // Zero keeps the cache.
   std::chrono::milliseconds writer_cache_idle_release{1000};
+  // After a checkpoint pass that left frames behind (committed during it),
+  // how long the checkpointer waits for a commit to ask for the next pass
+  // before it copies them anyway (CheckpointLoop).
+  std::chrono::milliseconds checkpoint_idle_pass_after{10};
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
   // with pread. Off by default: mapped pages count in the process's resident
   // memory, which then grows with the data. Unused in memory.
@@ -117,8 +121,10 @@ struct SqliteStoreStats {
   uint64_t statements_run = 0;       // statement executions
   uint64_t vm_steps = 0;             // SQLite VM instructions (SQLITE_STMTSTATUS_VM_STEP)
   // File stores (wal_checkpoint.h): checkpoints made by the checkpointer
-  // thread and by the writer connection, and WAL rewinds.
+  // thread (of which, once writes had stopped: checkpoints_idle) and by the
+  // writer connection, and WAL rewinds.
   uint64_t checkpoints_background = 0;
+  uint64_t checkpoints_idle = 0;
   uint64_t checkpoints_writer = 0;
   uint64_t wal_rewinds = 0;
   // SqliteStoreOptions::writer_cache_idle_release: how often the writer's
@@ -325,9 +331,15 @@ class SqliteStore final : public Store {
   int64_t checkpoint_generation_ = 0;     // guarded by checkpoint_mu_
   bool checkpoint_running_ = false;       // guarded by checkpoint_mu_
   BackgroundCheckpoint checkpoint_last_;  // guarded by checkpoint_mu_ (busy unused)
+  // The WAL as the latest commit left it, for the checkpointer's pass once
+  // writes stop (CheckpointLoop).
+  int checkpoint_wal_pages_ = 0;           // guarded by checkpoint_mu_
+  int64_t checkpoint_wal_generation_ = 0;  // guarded by checkpoint_mu_
+  uint64_t checkpoint_commits_ = 0;        // guarded by checkpoint_mu_
   // Used by OnWalCommit only, i.e. by whoever holds the writer connection.
   WalCheckpointPlanner wal_planner_;
   std::atomic<uint64_t> checkpoints_background_{0};
+  std::atomic<uint64_t> checkpoints_idle_{0};
   std::atomic<uint64_t> checkpoints_writer_{0};
   std::atomic<uint64_t> wal_rewinds_{0};
   std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
