@@ -597,6 +597,20 @@ Status SqliteStore::Init() {
     if (!s.ok()) return s;
   }
 
+  if (!options_.in_memory && options_.shared_page_cache_bytes > 0) {
+    // Created before the readers open: every connection's whole-page reads
+    // of the database file then go through it (wal_vfs.h).
+    Stmt stmt;
+    s = w->Prepare("PRAGMA page_size", &stmt);
+    if (!s.ok()) return s;
+    if (stmt.Step() != SQLITE_ROW) return SqlStatus(w->db, SQLITE_ERROR, "page_size");
+    PageCacheRequest request;
+    request.page_bytes = static_cast<int>(stmt.ColumnInt64(0));
+    request.bytes = options_.shared_page_cache_bytes;
+    const int rc = sqlite3_file_control(w->db, "main", kPageCacheFileControl, &request);
+    if (rc != SQLITE_OK) return SqlStatus(w->db, rc, "shared page cache");
+  }
+
   if (!options_.in_memory) {
     // Opens `count` read-only connections into `idle`, each with a page
     // cache of `cache_bytes` (0 keeps SQLite's 2 MiB).

@@ -443,6 +443,63 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   CHECK(got->properties.at(0).value.view().bytes == std::string(2000, 'b'));
 }
 
+// In WAL mode a connection's own page cache is emptied whenever another
+// connection has committed since its last read; the shared page cache
+// (SqliteStoreOptions::shared_page_cache_bytes) keeps the database file's
+// pages for the next read all the same.
+TEST_CASE("store(file): point reads after another connection's commit come from the shared cache") {
+  TempDir dir;
+  SqliteStoreOptions options = StoreOptions(dir, "shared.db", /*counted=*/true);
+  options.fsync_commits = false;
+  int64_t shared_bytes = 0;
+  SUBCASE("the default") { shared_bytes = options.shared_page_cache_bytes; }
+  SUBCASE("none: the counter sees the reads") { shared_bytes = 0; }
+  options.shared_page_cache_bytes = shared_bytes;
+  CAPTURE(shared_bytes);
+  constexpr int kRows = 1000;
+  auto key = [](int i) {
+    char rk[16];
+    std::snprintf(rk, sizeof rk, "r%05d", i);
+    return std::string(rk);
+  };
+  {
+    // Written, then closed: the rows are in the database file, not the WAL.
+    auto store = SqliteStore::Open(options);
+    REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+    REQUIRE((*store)->CreateTable("acct", "t").ok());
+    REQUIRE((*store)->CreateTable("acct", "other").ok());
+    for (int at = 0; at < kRows; at += 100) {
+      std::vector<WriteOp> ops;
+      for (int i = at; i < at + 100; ++i) {
+        ops.push_back(Op(WriteKind::kInsertOrReplace, "p", key(i),
+                         {{"Data", Value::String(std::string(2000, 'a'))}}));
+      }
+      REQUIRE((*store)->Apply("acct", "t", ops, nullptr, nullptr).ok());
+    }
+  }
+  auto store = SqliteStore::Open(options);
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  auto read_all = [&] {
+    for (int i = 0; i < kRows; ++i) REQUIRE((*store)->GetEntity("acct", "t", "p", key(i)).ok());
+  };
+  read_all();
+  int reads = 0;
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE((*store)
+                ->Apply("acct", "other", {Insert("q", std::to_string(round))}, nullptr, nullptr)
+                .ok());
+    const int before = file_reads;
+    read_all();
+    reads += file_reads - before;
+  }
+  MESSAGE("file reads " << reads << " with a shared cache of " << shared_bytes << " bytes");
+  if (shared_bytes > 0) {
+    CHECK(reads < 30);
+  } else {
+    CHECK(reads > 1000);  // ~500 pages of rows, three times
+  }
+}
+
 TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   TempDir dir;
   SqliteStoreOptions options = StoreOptions(dir, "idle.db", /*counted=*/false);

@@ -9,8 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+
+#include "storage/page_cache.h"
 
 namespace cerulean::storage {
 
@@ -42,9 +45,13 @@ std::atomic<uint64_t> paced_writebacks{0};
 // not expose its own). Shared by all the files open on one path, and closed
 // only after the last of them: closing any descriptor of a file drops every
 // POSIX lock the process holds on it, SQLite's included.
+// It also holds the file's shared page cache (page_cache.h), once a
+// connection has asked for one (kPageCacheFileControl).
 struct PacedFile {
   int fd = -1;
   int refs = 0;
+  std::unique_ptr<PageCache> cache_owner;  // guarded by paced_mu
+  std::atomic<PageCache*> cache{nullptr};
 };
 std::mutex paced_mu;
 std::map<std::string, PacedFile>& PacedFiles() {
@@ -148,16 +155,33 @@ int ShimClose(sqlite3_file* f) {
   return rc != SQLITE_OK ? rc : close_rc;
 }
 
+PageCache* CacheOf(ShimFile* s) {
+  return s->paced != nullptr ? s->paced->cache.load(std::memory_order_acquire) : nullptr;
+}
+
 int ShimRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
   ShimFile* s = Shim(f);
   int rc = FlushIfWal(s);
-  return rc != SQLITE_OK ? rc : s->real->pMethods->xRead(s->real, out, amount, offset);
+  if (rc != SQLITE_OK) return rc;
+  PageCache* cache = CacheOf(s);
+  if (cache == nullptr || amount != cache->page_bytes() || offset % amount != 0) {
+    return s->real->pMethods->xRead(s->real, out, amount, offset);
+  }
+  const int64_t page = offset / amount;
+  if (cache->Lookup(page, out)) return SQLITE_OK;
+  const uint64_t epoch = cache->Epoch();
+  rc = s->real->pMethods->xRead(s->real, out, amount, offset);
+  if (rc == SQLITE_OK) cache->Offer(page, out, epoch);
+  return rc;
 }
 
 int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset) {
   ShimFile* s = Shim(f);
   if (!s->wal || amount <= 0) {
+    PageCache* cache = CacheOf(s);
+    if (cache != nullptr) cache->BeginWrite(offset, amount);
     int rc = s->real->pMethods->xWrite(s->real, in, amount, offset);
+    if (cache != nullptr) cache->EndWrite(offset, amount);
     if (rc == SQLITE_OK && s->paced != nullptr && amount > 0) {
       s->unpaced_bytes += static_cast<size_t>(amount);
       if (s->unpaced_bytes >= kPaceBytes) {
@@ -210,7 +234,12 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
 int ShimTruncate(sqlite3_file* f, sqlite3_int64 size) {
   ShimFile* s = Shim(f);
   int rc = FlushIfWal(s);
-  return rc != SQLITE_OK ? rc : s->real->pMethods->xTruncate(s->real, size);
+  if (rc != SQLITE_OK) return rc;
+  PageCache* cache = CacheOf(s);
+  if (cache != nullptr) cache->BeginTruncate(size);
+  rc = s->real->pMethods->xTruncate(s->real, size);
+  if (cache != nullptr) cache->EndTruncate(size);
+  return rc;
 }
 
 int ShimSync(sqlite3_file* f, int flags) {
@@ -234,6 +263,29 @@ int ShimCheckReservedLock(sqlite3_file* f, int* out) {
 
 int ShimFileControl(sqlite3_file* f, int op, void* arg) {
   ShimFile* s = Shim(f);
+  if (op == kPageCacheFileControl) {
+    const auto* request = static_cast<const PageCacheRequest*>(arg);
+    if (s->wal || s->paced == nullptr || request == nullptr || request->page_bytes <= 0) {
+      return SQLITE_NOTFOUND;
+    }
+    std::lock_guard<std::mutex> lock(paced_mu);
+    if (!s->paced->cache_owner) {
+      s->paced->cache_owner =
+          std::make_unique<PageCache>(request->page_bytes, request->bytes / request->page_bytes);
+      s->paced->cache.store(s->paced->cache_owner.get(), std::memory_order_release);
+    }
+    return SQLITE_OK;
+  }
+  if (op == kPageCacheStatsFileControl) {
+    PageCache* cache = CacheOf(s);
+    if (cache == nullptr || arg == nullptr) return SQLITE_NOTFOUND;
+    const PageCache::Stats stats = cache->GetStats();
+    auto* out = static_cast<PageCacheRequest*>(arg);
+    out->hits = stats.hits;
+    out->misses = stats.misses;
+    out->pages = stats.pages;
+    return SQLITE_OK;
+  }
   int rc = FlushIfWal(s);
   return rc != SQLITE_OK ? rc : s->real->pMethods->xFileControl(s->real, op, arg);
 }

@@ -39,6 +39,24 @@ const char* WalCoalescingVfs(const char* base);
 // every committed transaction.
 sqlite3_file* WalBaseFile(sqlite3_file* file);
 
+// A main database file opened through the shim can keep its pages in a
+// cache shared by every connection of that file (page_cache.h), which
+// outlives SQLite's own per-connection caches. sqlite3_file_control(db,
+// "main", kPageCacheFileControl, &request) creates it, of request.bytes in
+// pages of request.page_bytes (the database's page size), unless the file
+// has one already; reads of whole pages then go through it.
+// kPageCacheStatsFileControl fills hits, misses and pages. Both answer
+// SQLITE_NOTFOUND for a file without a shim (or a cache).
+constexpr int kPageCacheFileControl = 0x43455201;
+constexpr int kPageCacheStatsFileControl = 0x43455202;
+struct PageCacheRequest {
+  int page_bytes = 0;
+  int64_t bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  int64_t pages = 0;
+};
+
 // How often a database file's writeback has been pushed (all shims).
 uint64_t PacedWritebacksForTesting();
 
