@@ -19,7 +19,9 @@
 # strace and none pin the server to CPU 1 as the bench pins it (one I/O
 # thread); callgrind runs it unpinned. BUILD_DIR (default build);
 # BENCH (default ../shared/bench); SERVER_ARGS, more server options (e.g.
-# --inMemoryPersistence). Output files go to $BUILD_DIR/profile/.
+# --inMemoryPersistence); SIDE_WRITES=N, a client (scripts/side-writes.js,
+# on CPU 0 beside wrk) inserting N entities a second into another table
+# while wrk runs. Output files go to $BUILD_DIR/profile/.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -125,9 +127,16 @@ elif [[ $mode == page ]]; then
   # The Lua script's "static" mode GETs base + "/": a query without a filter.
   base="/devstoreaccount1/prof()?$sas&page=" wrk_mode=static
 fi
+side=""
+if [[ ${SIDE_WRITES:-0} != 0 ]]; then
+  taskset -c 0 node scripts/side-writes.js "$port" "$bench" "$SIDE_WRITES" &
+  side=$!
+  sleep 1
+fi
 taskset -c 0 wrk -t1 -c"$conns" -d"${seconds}s" -s "$bench/lua/table.lua" "http://127.0.0.1:$port" -- \
   mode="$wrk_mode" base="$base" table=prof sas="$sas" n="$n" per="$per" nparts=1 \
   origin="http://127.0.0.1:$port" prefix=prof ndev=50 | tee "$out_dir/wrk.$mode"
+[[ -n $side ]] && kill -TERM "$side" && wait "$side"
 requests=$(awk '/requests in/ {print $1}' "$out_dir/wrk.$mode")
 cpu_after=$(cpu_ticks)
 reads_after=$(read_calls)
