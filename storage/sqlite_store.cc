@@ -607,8 +607,10 @@ Status SqliteStore::Init() {
     PageCacheRequest request;
     request.page_bytes = static_cast<int>(stmt.ColumnInt64(0));
     request.bytes = options_.shared_page_cache_bytes;
+    // NOTFOUND: the shim could not open its own descriptor of the file (it
+    // then neither paces nor caches); the store works without.
     const int rc = sqlite3_file_control(w->db, "main", kPageCacheFileControl, &request);
-    if (rc != SQLITE_OK) return SqlStatus(w->db, rc, "shared page cache");
+    if (rc != SQLITE_OK && rc != SQLITE_NOTFOUND) return SqlStatus(w->db, rc, "shared page cache");
   }
 
   if (!options_.in_memory) {

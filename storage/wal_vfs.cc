@@ -276,16 +276,6 @@ int ShimFileControl(sqlite3_file* f, int op, void* arg) {
     }
     return SQLITE_OK;
   }
-  if (op == kPageCacheStatsFileControl) {
-    PageCache* cache = CacheOf(s);
-    if (cache == nullptr || arg == nullptr) return SQLITE_NOTFOUND;
-    const PageCache::Stats stats = cache->GetStats();
-    auto* out = static_cast<PageCacheRequest*>(arg);
-    out->hits = stats.hits;
-    out->misses = stats.misses;
-    out->pages = stats.pages;
-    return SQLITE_OK;
-  }
   int rc = FlushIfWal(s);
   return rc != SQLITE_OK ? rc : s->real->pMethods->xFileControl(s->real, op, arg);
 }

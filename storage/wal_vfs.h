@@ -44,17 +44,12 @@ sqlite3_file* WalBaseFile(sqlite3_file* file);
 // outlives SQLite's own per-connection caches. sqlite3_file_control(db,
 // "main", kPageCacheFileControl, &request) creates it, of request.bytes in
 // pages of request.page_bytes (the database's page size), unless the file
-// has one already; reads of whole pages then go through it.
-// kPageCacheStatsFileControl fills hits, misses and pages. Both answer
-// SQLITE_NOTFOUND for a file without a shim (or a cache).
+// has one already; reads of whole pages then go through it. A file opened
+// without the shim answers SQLITE_NOTFOUND.
 constexpr int kPageCacheFileControl = 0x43455201;
-constexpr int kPageCacheStatsFileControl = 0x43455202;
 struct PageCacheRequest {
   int page_bytes = 0;
   int64_t bytes = 0;
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-  int64_t pages = 0;
 };
 
 // How often a database file's writeback has been pushed (all shims).
