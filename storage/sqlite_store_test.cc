@@ -1287,8 +1287,15 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
       }
       REQUIRE(store->Apply("acct", "wal", ops, nullptr, nullptr).ok());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const SqliteStoreStats before = store->GetStats();
+    // Until the checkpointer has been idle for a while (a slow machine's
+    // passes take longer).
+    SqliteStoreStats before = store->GetStats();
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      const SqliteStoreStats now = store->GetStats();
+      if (now.checkpoints_background == before.checkpoints_background) break;
+      before = now;
+    }
     REQUIRE(store->Apply("acct", "wal", {Insert("q", std::to_string(round), {})}, nullptr, nullptr)
                 .ok());
     const SqliteStoreStats after = store->GetStats();
