@@ -31,22 +31,18 @@ int32_t PageCache::FindLocked(int64_t page) const {
   }
 }
 
-bool PageCache::Lookup(int64_t page, void* out) {
+bool PageCache::Lookup(int64_t page, void* out, uint64_t* epoch) {
   std::lock_guard<std::mutex> lock(mu_);
   const int32_t slot = capacity_ > 0 ? FindLocked(page) : kNone;
   if (slot == kNone) {
     ++stats_.misses;
+    *epoch = epoch_;
     return false;
   }
   slot_referenced_[static_cast<size_t>(slot)] = 1;
   std::memcpy(out, slot_data_[static_cast<size_t>(slot)].get(), static_cast<size_t>(page_bytes_));
   ++stats_.hits;
   return true;
-}
-
-uint64_t PageCache::Epoch() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return epoch_;
 }
 
 void PageCache::Offer(int64_t page, const void* data, uint64_t epoch) {
@@ -117,18 +113,14 @@ void PageCache::DropRangeLocked(int64_t first_page, int64_t end_page) {
   }
 }
 
-void PageCache::BeginWrite(int64_t offset, int64_t amount) { EndWrite(offset, amount); }
-
-void PageCache::EndWrite(int64_t offset, int64_t amount) {
+void PageCache::DropWritten(int64_t offset, int64_t amount) {
   std::lock_guard<std::mutex> lock(mu_);
   ++epoch_;
   if (amount <= 0) return;
   DropRangeLocked(offset / page_bytes_, (offset + amount + page_bytes_ - 1) / page_bytes_);
 }
 
-void PageCache::BeginTruncate(int64_t size) { EndTruncate(size); }
-
-void PageCache::EndTruncate(int64_t size) {
+void PageCache::DropFrom(int64_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   ++epoch_;
   // The page that the new end falls in changes too (its tail reads as zeros).

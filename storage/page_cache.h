@@ -37,21 +37,17 @@ class PageCache {
 
   int page_bytes() const { return page_bytes_; }
 
-  // Copies page `page` into `out` (page_bytes) if cached.
-  bool Lookup(int64_t page, void* out);
-
-  // A reader that misses takes the epoch before reading the file and offers
-  // the page after; it is stored only if the epoch is unchanged.
-  uint64_t Epoch();
+  // Copies page `page` into `out` (page_bytes) if cached. Otherwise sets
+  // `*epoch` for the reader, which reads the file and then offers the page;
+  // it is stored only if the epoch is still the same.
+  bool Lookup(int64_t page, void* out, uint64_t* epoch);
   void Offer(int64_t page, const void* data, uint64_t epoch);
 
-  // Around a write of bytes [offset, offset + amount) to the file: Begin
-  // before it, End after it (also when it failed).
-  void BeginWrite(int64_t offset, int64_t amount);
-  void EndWrite(int64_t offset, int64_t amount);
-  // Around a truncation to `size` bytes.
-  void BeginTruncate(int64_t size);
-  void EndTruncate(int64_t size);
+  // Called both before and after the file's bytes [offset, offset + amount)
+  // are written (also when the write failed).
+  void DropWritten(int64_t offset, int64_t amount);
+  // Called both before and after the file is truncated to `size` bytes.
+  void DropFrom(int64_t size);
 
   struct Stats {
     uint64_t hits = 0;

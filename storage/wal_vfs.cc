@@ -168,8 +168,8 @@ int ShimRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
     return s->real->pMethods->xRead(s->real, out, amount, offset);
   }
   const int64_t page = offset / amount;
-  if (cache->Lookup(page, out)) return SQLITE_OK;
-  const uint64_t epoch = cache->Epoch();
+  uint64_t epoch = 0;
+  if (cache->Lookup(page, out, &epoch)) return SQLITE_OK;
   rc = s->real->pMethods->xRead(s->real, out, amount, offset);
   if (rc == SQLITE_OK) cache->Offer(page, out, epoch);
   return rc;
@@ -179,9 +179,9 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
   ShimFile* s = Shim(f);
   if (!s->wal || amount <= 0) {
     PageCache* cache = CacheOf(s);
-    if (cache != nullptr) cache->BeginWrite(offset, amount);
+    if (cache != nullptr) cache->DropWritten(offset, amount);
     int rc = s->real->pMethods->xWrite(s->real, in, amount, offset);
-    if (cache != nullptr) cache->EndWrite(offset, amount);
+    if (cache != nullptr) cache->DropWritten(offset, amount);
     if (rc == SQLITE_OK && s->paced != nullptr && amount > 0) {
       s->unpaced_bytes += static_cast<size_t>(amount);
       if (s->unpaced_bytes >= kPaceBytes) {
@@ -236,9 +236,9 @@ int ShimTruncate(sqlite3_file* f, sqlite3_int64 size) {
   int rc = FlushIfWal(s);
   if (rc != SQLITE_OK) return rc;
   PageCache* cache = CacheOf(s);
-  if (cache != nullptr) cache->BeginTruncate(size);
+  if (cache != nullptr) cache->DropFrom(size);
   rc = s->real->pMethods->xTruncate(s->real, size);
-  if (cache != nullptr) cache->EndTruncate(size);
+  if (cache != nullptr) cache->DropFrom(size);
   return rc;
 }
 
