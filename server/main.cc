@@ -8,7 +8,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/blocking_pool.h"
 #include "server/cli.h"
 #include "server/fixtures.h"
 #include "server/listener.h"
@@ -32,7 +32,9 @@ namespace {
 
 using namespace cerulean;
 
-// Threads of the blocking pool (see ServerContext::blocking_pool).
+// Threads of the blocking pool (see ServerContext::blocking_pool): it starts
+// with the first and grows to the second as work waits (blocking_pool.h).
+constexpr size_t kInitialBlockingThreads = 2;
 constexpr size_t kBlockingThreads = 32;
 
 // CPUs in this process's affinity mask (at least 1).
@@ -183,9 +185,9 @@ int Serve(const server::CliOptions& cli) {
     guards.push_back(boost::asio::make_work_guard(*workers.back()));
   }
   boost::asio::io_context& ioc = *workers.front();
-  // Requests that can wait on storage run here; enough threads that many
-  // concurrent writers can queue for one group commit.
-  boost::asio::thread_pool blocking_pool(kBlockingThreads);
+  // Requests that can wait on storage run here: up to kBlockingThreads at
+  // once, each on a reader connection or waiting for one.
+  server::BlockingPool blocking_pool(kInitialBlockingThreads, kBlockingThreads);
   ctx.blocking_pool = &blocking_pool;
   auto listener = std::make_shared<server::Listener>(worker_ptrs, ctx, tls.get());
   if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
@@ -227,7 +229,7 @@ int Serve(const server::CliOptions& cli) {
     pool.emplace_back([&worker = *workers[i]] { worker.run(); });
   ioc.run();
   for (auto& t : pool) t.join();
-  blocking_pool.join();
+  blocking_pool.Join();
   // Writes still committing hand their completions to the (stopped)
   // io_context: let them finish while it still exists.
   ctx.store->Flush();

@@ -8,8 +8,8 @@
 
 namespace cerulean::server {
 
-void PagePrefetcher::Arm(boost::asio::thread_pool& pool, const storage::Store& store,
-                         std::string key, Render render) {
+void PagePrefetcher::Arm(BlockingPool& pool, const storage::Store& store, std::string key,
+                         Render render) {
   if (stopping_.load() || !store.WriteEpoch()) return;
   // Requests that arrive from now on stop this rendering.
   const uint64_t requests = requests_.load(std::memory_order_relaxed);
@@ -62,7 +62,7 @@ void PagePrefetcher::Arm(boost::asio::thread_pool& pool, const storage::Store& s
 void PagePrefetcher::Kick() {
   if (!have_armed_.load()) return;
   std::function<void()> run;
-  boost::asio::thread_pool* pool;
+  BlockingPool* pool;
   {
     std::lock_guard<std::mutex> lock(mu_);
     run.swap(armed_);
@@ -71,7 +71,7 @@ void PagePrefetcher::Kick() {
   }
   if (!run || pool == nullptr) return;
   started_.fetch_add(1, std::memory_order_relaxed);
-  boost::asio::post(*pool, std::move(run));
+  pool->Post(std::move(run));
 }
 
 std::optional<PagePrefetcher::Page> PagePrefetcher::Take(const storage::Store& store,

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/thread_pool.hpp>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -28,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/blocking_pool.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
@@ -52,8 +52,7 @@ class PagePrefetcher {
   // Arms the rendering of `key`'s page with `render` on `pool`, replacing
   // any page held, armed or under way; Kick starts it. Does nothing if
   // `store` keeps no WriteEpoch.
-  void Arm(boost::asio::thread_pool& pool, const storage::Store& store, std::string key,
-           Render render);
+  void Arm(BlockingPool& pool, const storage::Store& store, std::string key, Render render);
   // Starts the armed rendering, if any. Called once a response has been
   // written: started earlier, the rendering would compete with the writing
   // of the page before it for the core (on one core, the page's headers
@@ -82,10 +81,10 @@ class PagePrefetcher {
   std::atomic<uint64_t> generation_{0};  // of the newest Arm
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
-  std::optional<Held> held_;                  // guarded by mu_
-  boost::asio::thread_pool* pool_ = nullptr;  // guarded by mu_
-  std::function<void()> armed_;               // guarded by mu_
-  std::atomic<bool> have_armed_{false};       // armed_ is set: Kick's fast path
+  std::optional<Held> held_;             // guarded by mu_
+  BlockingPool* pool_ = nullptr;         // guarded by mu_
+  std::function<void()> armed_;          // guarded by mu_
+  std::atomic<bool> have_armed_{false};  // armed_ is set: Kick's fast path
 
   std::atomic<uint64_t> started_{0};
   std::atomic<uint64_t> served_{0};

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
 
@@ -43,10 +42,10 @@ struct FakeRender {
 // Arms `render` under `key`, kicks it and waits until it has run.
 void RenderAhead(PagePrefetcher& prefetcher, const storage::Store& store, const std::string& key,
                  FakeRender& render, bool kick = true) {
-  boost::asio::thread_pool pool(1);
+  BlockingPool pool(1, 1);
   prefetcher.Arm(pool, store, key, render.Get());
   if (kick) prefetcher.Kick();
-  pool.join();
+  pool.Join();
 }
 
 bool HasLine(const std::string& text, const std::string& line) {
@@ -116,11 +115,11 @@ TEST_CASE("PagePrefetcher: a request arriving stops the rendering") {
   PagePrefetcher prefetcher;
   FakeRender render;
   SUBCASE("before it starts") {
-    boost::asio::thread_pool pool(1);
+    BlockingPool pool(1, 1);
     prefetcher.Arm(pool, *store, "k", render.Get());
     prefetcher.NoteRequest();
     prefetcher.Kick();
-    pool.join();
+    pool.Join();
     CHECK(render.calls == 0);
   }
   SUBCASE("while it runs") {

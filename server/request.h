@@ -4,7 +4,6 @@
 // is itself thread-safe); a Request belongs to one thread.
 #pragma once
 
-#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdint>
 #include <map>
@@ -17,6 +16,7 @@
 
 #include "server/auth.h"
 #include "server/azure_error.h"
+#include "server/blocking_pool.h"
 #include "server/entity_json.h"
 #include "storage/store.h"
 
@@ -103,7 +103,7 @@ struct ServerContext {
   // Where requests that may block on storage (writes, scans) run, so that
   // the I/O threads keep serving while a commit waits for its fsync and
   // concurrent writes can share one commit. Null: run on the I/O thread.
-  boost::asio::thread_pool* blocking_pool = nullptr;
+  BlockingPool* blocking_pool = nullptr;
 };
 
 // What the request addresses, after the account segment.

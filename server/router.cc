@@ -663,7 +663,7 @@ void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
   if (early) return Complete(ctx, *a, std::move(*early));
 
   if (ctx.blocking_pool != nullptr && !RunsInline(a->req)) {
-    boost::asio::post(*ctx.blocking_pool, [&ctx, a] {
+    ctx.blocking_pool->Post([&ctx, a] {
       Complete(ctx, *a,
                Guarded(a->req, [&] { return ResolveNow(ctx, a->req, Dispatch(ctx, a->req)); }));
     });
@@ -681,7 +681,7 @@ void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
       Complete(ctx, *a, Guarded(a->req, [&] { return run(ctx, a->req); }));
     };
     if (ctx.blocking_pool == nullptr) return finish();
-    boost::asio::post(*ctx.blocking_pool, std::move(finish));
+    ctx.blocking_pool->Post(std::move(finish));
     return;
   }
   // A write: the store commits it with whatever else is queued, and the
