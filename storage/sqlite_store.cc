@@ -302,12 +302,24 @@ class SqliteStore::ReadLease {
       conn_ = store_->writer_.get();
       return;
     }
+    const SqliteStoreOptions& options = store_->options_;
     std::unique_lock<std::mutex> lock(store_->readers_mu_);
-    if (kind == kPoint && !store_->idle_point_readers_.empty()) {
-      reader_ = std::move(store_->idle_point_readers_.back());
-      store_->idle_point_readers_.pop_back();
-      point_ = true;
-    } else {
+    if (kind == kPoint) {
+      if (!store_->idle_point_readers_.empty()) {
+        reader_ = std::move(store_->idle_point_readers_.back());
+        store_->idle_point_readers_.pop_back();
+      } else if (store_->point_readers_opened_ < options.point_reader_count) {
+        OpenNew(lock, &store_->point_readers_opened_,
+                std::max<int64_t>(1, options.point_reader_cache_bytes));
+      }
+      point_ = reader_ != nullptr;
+    }
+    if (reader_ == nullptr && store_->idle_readers_.empty() &&
+        store_->readers_opened_ < std::max<size_t>(1, options.reader_pool_size)) {
+      OpenNew(lock, &store_->readers_opened_, 0);
+    }
+    if (reader_ == nullptr) {
+      // Init opened one, so one comes back.
       store_->readers_cv_.wait(lock, [this] { return !store_->idle_readers_.empty(); });
       reader_ = std::move(store_->idle_readers_.back());
       store_->idle_readers_.pop_back();
@@ -332,6 +344,23 @@ class SqliteStore::ReadLease {
   Connection* conn() const { return conn_; }
 
  private:
+  // Opens one more reader into reader_ with the lock released, counted in
+  // *opened; on failure reader_ stays null and no later lease tries again.
+  void OpenNew(std::unique_lock<std::mutex>& lock, size_t* opened, int64_t cache_bytes) {
+    if (store_->reader_open_failed_) return;
+    ++*opened;
+    lock.unlock();
+    std::unique_ptr<Connection> reader;
+    const bool ok = store_->OpenReader(cache_bytes, &reader).ok();
+    lock.lock();
+    if (ok) {
+      reader_ = std::move(reader);
+    } else {
+      --*opened;
+      store_->reader_open_failed_ = true;
+    }
+  }
+
   SqliteStore* store_;
   Connection* conn_ = nullptr;
   std::unique_ptr<Connection> reader_;
@@ -504,6 +533,18 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
 // the committer's time at ~280 MB; storage/README.md). With memdb the page
 // cache has SQLite's default bound (2 MiB), and so has the walk; a miss
 // copies the page from memdb's buffer.
+Status SqliteStore::OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out) {
+  std::unique_ptr<Connection> reader;
+  Status s = Connection::Open(this, options_.path, &reader);
+  if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
+  // Readers see database pages through a shared mapping rather than a
+  // pread and a copy into each connection's own page cache.
+  if (s.ok()) s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
+  if (s.ok() && cache_bytes > 0) s = reader->Exec(CacheSizePragma(cache_bytes));
+  if (s.ok()) *out = std::move(reader);
+  return s;
+}
+
 Status SqliteStore::InitMemdb() {
   // memdb's default limit is 1 GiB; SQLite allocates below 2 GiB at once.
   // (Its rollback journal is in memory by default.)
@@ -614,30 +655,16 @@ Status SqliteStore::Init() {
   }
 
   if (!options_.in_memory) {
-    // Opens `count` read-only connections into `idle`, each with a page
-    // cache of `cache_bytes` (0 keeps SQLite's 2 MiB).
-    auto open_readers = [&](size_t count, int64_t cache_bytes,
-                            std::vector<std::unique_ptr<Connection>>* idle) {
-      for (size_t i = 0; i < count; ++i) {
-        std::unique_ptr<Connection> reader;
-        Status rs = Connection::Open(this, path, &reader);
-        if (rs.ok()) rs = reader->Exec("PRAGMA query_only=1");
-        // Readers see database pages through a shared mapping rather than a
-        // pread and a copy into each connection's own page cache.
-        if (rs.ok())
-          rs = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
-        if (rs.ok() && cache_bytes > 0) rs = reader->Exec(CacheSizePragma(cache_bytes));
-        if (!rs.ok()) return rs;
-        idle->push_back(std::move(reader));
-      }
-      return Status::Ok();
-    };
-    s = open_readers(std::max<size_t>(1, options_.reader_pool_size), 0, &idle_readers_);
-    if (s.ok())
-      s = open_readers(options_.point_reader_count,
-                       std::max<int64_t>(1, options_.point_reader_cache_bytes),
-                       &idle_point_readers_);
+    // One reader now, so that a read always has one to wait for; the rest
+    // as reads need them (ReadLease).
+    std::unique_ptr<Connection> reader;
+    s = OpenReader(0, &reader);
     if (!s.ok()) return s;
+    {
+      std::lock_guard<std::mutex> lock(readers_mu_);
+      idle_readers_.push_back(std::move(reader));
+      readers_opened_ = 1;
+    }
 
     s = Connection::Open(this, path, &checkpointer_conn_);
     // A connection opens the WAL at its first read; until then
@@ -652,8 +679,10 @@ Status SqliteStore::Init() {
   }
 
   if (sync_pipeline_) {
-    // The WAL exists once the schema is written. Its first sync (which also
-    // syncs the directory) happens here, before the writer runs beside it.
+    // The WAL exists once the schema is written. Its first sync, which also
+    // syncs the directory, is the syncer's (SyncWalFromSyncer): on the
+    // bench's machine it was ~2 ms of I/O waits here, before the server
+    // could listen.
     sqlite3_file* f = nullptr;
     int rc = sqlite3_file_control(w->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f);
     if (rc != SQLITE_OK || f == nullptr || f->pMethods == nullptr) {
@@ -662,8 +691,6 @@ Status SqliteStore::Init() {
     // Synced from the syncer thread while the writer goes on: the base file,
     // which leaves the writer's gathered frames alone.
     wal_file_ = WalBaseFile(f);
-    s = SyncWal();
-    if (!s.ok()) return s;
     syncer_ = std::thread([this] { SyncLoop(); });
   }
   committer_ = std::thread([this] { CommitLoop(); });
@@ -1459,6 +1486,9 @@ void SqliteStore::ReleaseWriterCache() {
 
 void SqliteStore::SyncLoop() {
   NameThisThread("cerulean-sync");
+  // The new WAL's directory entry, before any write needs it. A failure
+  // leaves it to the next sync, which then fails the writes waiting on it.
+  (void)SyncWalFromSyncer();
   std::vector<std::unique_ptr<PendingApply>> batch;
   std::unique_lock<std::mutex> lock(sync_mu_);
   for (;;) {
@@ -1487,7 +1517,7 @@ void SqliteStore::SyncLoop() {
     // before it was handed over, so before this sync began.
     bool committed = false;
     for (const auto& p : batch) committed |= !p->barrier && p->status.ok();
-    Status s = committed ? SyncWal() : Status::Ok();
+    Status s = committed ? SyncWalFromSyncer() : Status::Ok();
     if (!s.ok()) {
       for (auto& p : batch) {
         if (!p->barrier && p->status.ok()) {
@@ -1506,7 +1536,17 @@ Status SqliteStore::SyncWal() {
   int rc = wal_file_->pMethods->xSync(wal_file_, SQLITE_SYNC_NORMAL);
   if (rc != SQLITE_OK)
     return Status::IOError("syncing the WAL failed (" + std::to_string(rc) + ")");
+  wal_synced_.store(true, std::memory_order_release);
   return Status::Ok();
+}
+
+Status SqliteStore::SyncWalFromSyncer() {
+  if (wal_synced_.load(std::memory_order_acquire)) return SyncWal();
+  // SQLite's unix VFS syncs a new file's directory at its first successful
+  // sync and then clears a flag of the file, which the writer's connection
+  // reads as it writes: that one sync runs with the writer held.
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  return SyncWal();
 }
 
 void SqliteStore::RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group) {
@@ -1746,6 +1786,9 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
   stats.writer_cache_releases = writer_cache_releases_.load(std::memory_order_relaxed);
   stats.writer_cache_bytes_released = writer_cache_bytes_released_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(readers_mu_);
+  stats.readers_open = readers_opened_;
+  stats.point_readers_open = point_readers_opened_;
   return stats;
 }
 

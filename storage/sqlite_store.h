@@ -140,6 +140,10 @@ struct SqliteStoreStats {
   // idle page cache was emptied, and the bytes it held then, in all.
   uint64_t writer_cache_releases = 0;
   uint64_t writer_cache_bytes_released = 0;
+  // File stores: reader connections open (general and point readers),
+  // opened as reads needed them.
+  uint64_t readers_open = 0;
+  uint64_t point_readers_open = 0;
 };
 
 class SqliteStore final : public Store {
@@ -209,6 +213,9 @@ class SqliteStore final : public Store {
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
   Status InitMemdb();  // the in-memory database's settings (Init)
+  // Opens a read-only connection of the file store with a page cache of
+  // `cache_bytes` (0 keeps SQLite's 2 MiB).
+  Status OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out);
 
   // How a write transaction's commit reaches the disk.
   enum class Sync {
@@ -258,8 +265,12 @@ class SqliteStore final : public Store {
   // while the committer already builds the next group. See storage/README.md.
   void SyncLoop();
   // Syncs the WAL through SQLite's VFS (xSync of the writer's WAL file).
-  // Safe beside the writer appending to it.
+  // Safe beside the writer appending to it once one sync has succeeded;
+  // REQUIRES before that: writer_mu_ held (SyncWalFromSyncer).
   Status SyncWal();
+  // SyncWal from the syncer thread, holding writer_mu_ until a sync has
+  // succeeded.
+  Status SyncWalFromSyncer();
   // Runs the callbacks of `group` in order.
   static void RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group);
 
@@ -315,20 +326,28 @@ class SqliteStore final : public Store {
 
   // Pipelined durability: the writer connection runs synchronous=NORMAL (a
   // commit only appends to the WAL) and acknowledgements wait for SyncWal.
-  bool sync_pipeline_ = false;        // set by Init
-  sqlite3_file* wal_file_ = nullptr;  // the writer's WAL file, set by Init
+  bool sync_pipeline_ = false;           // set by Init
+  sqlite3_file* wal_file_ = nullptr;     // the writer's WAL file, set by Init
+  std::atomic<bool> wal_synced_{false};  // a SyncWal has succeeded
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_
   bool sync_stopping_ = false;                             // guarded by sync_mu_
   std::thread syncer_;
 
-  // Idle reader connections of a file store.
-  std::mutex readers_mu_;
+  // Idle reader connections of a file store. Init opens one; ReadLease
+  // opens the others (up to reader_pool_size, and point_reader_count point
+  // readers) when a read finds none idle: opening all ten at start-up was
+  // ~3 ms of it (server/README.md, "Session 22").
+  mutable std::mutex readers_mu_;
   std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
   // Idle point readers (SqliteStoreOptions::point_reader_count).
   std::vector<std::unique_ptr<Connection>> idle_point_readers_;  // guarded by readers_mu_
+  size_t readers_opened_ = 0;        // guarded by readers_mu_; counts openings under way
+  size_t point_readers_opened_ = 0;  // guarded by readers_mu_; likewise
+  // An opening failed: no more are tried (reads share those open).
+  bool reader_open_failed_ = false;  // guarded by readers_mu_
 
   // Checkpointer state.
   std::mutex checkpoint_mu_;

@@ -1908,6 +1908,52 @@ TEST_CASE("store(file): point reads have their own readers and fall back to the 
   }
 }
 
+TEST_CASE("store(file): readers open as reads need them, never more than the pool's") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.reader_pool_size = 3;
+  options.point_reader_count = 2;
+  auto store = OpenStore<FileBackend>(dir, options);
+  // One reader at start-up: the rest cost start-up time only if never used.
+  CHECK(store->GetStats().readers_open == 1);
+  CHECK(store->GetStats().point_readers_open == 0);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  InsertRows(*store, "t", "p", 0, 50);
+
+  // Reads one after another share what is open.
+  for (int i = 0; i < 20; ++i) {
+    CHECK(store->GetEntity("acct", "t", "p", "r00010").ok());
+    ScanResult result;
+    ScanRequest req;
+    req.limit = 5;
+    REQUIRE(store->Scan("acct", "t", req, &result).ok());
+  }
+  CHECK(store->GetStats().readers_open == 1);
+  CHECK(store->GetStats().point_readers_open == 1);
+
+  // Concurrent scans open more, up to the pool's size; a fourth waits for one.
+  auto held1 = std::make_unique<HeldScan>(*store);
+  HeldScan held2(*store);
+  HeldScan held3(*store);
+  CHECK(store->GetStats().readers_open == 3);
+  CHECK(store->GetEntity("acct", "t", "p", "r00020").ok());  // a point reader
+  auto fourth = std::async(std::launch::async, [&] {
+    ScanResult result;
+    ScanRequest req;
+    req.limit = 5;
+    return store->Scan("acct", "t", req, &result);
+  });
+  CHECK(fourth.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  CHECK(store->GetStats().readers_open == 3);
+  held1->Release();
+  CHECK_FALSE(held1->timed_out());
+  CHECK(fourth.get().ok());
+  held2.Release();
+  held3.Release();
+  CHECK(store->GetStats().readers_open == 3);
+  CHECK(store->GetStats().point_readers_open == 1);
+}
+
 TEST_CASE("store(file): WAL journal and a key-clustered entity table") {
   TempDir dir;
   { auto store = OpenStore<FileBackend>(dir); }
