@@ -522,6 +522,17 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
   return store;
 }
 
+Status SqliteStore::OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out) {
+  std::unique_ptr<Connection> reader;
+  Status s = Connection::Open(this, options_.path, &reader);
+  if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
+  // SqliteStoreOptions::reader_mmap_bytes (0, the default: no mapping).
+  if (s.ok()) s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
+  if (s.ok() && cache_bytes > 0) s = reader->Exec(CacheSizePragma(cache_bytes));
+  if (s.ok()) *out = std::move(reader);
+  return s;
+}
+
 // The in-memory database is a file of SQLite's memdb VFS: one growable
 // buffer, read through the pager's page cache like a file. A ":memory:"
 // database keeps every page in the page cache instead, and SQLite's page
@@ -533,18 +544,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
 // the committer's time at ~280 MB; storage/README.md). With memdb the page
 // cache has SQLite's default bound (2 MiB), and so has the walk; a miss
 // copies the page from memdb's buffer.
-Status SqliteStore::OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out) {
-  std::unique_ptr<Connection> reader;
-  Status s = Connection::Open(this, options_.path, &reader);
-  if (s.ok()) s = reader->Exec("PRAGMA query_only=1");
-  // Readers see database pages through a shared mapping rather than a
-  // pread and a copy into each connection's own page cache.
-  if (s.ok()) s = reader->Exec("PRAGMA mmap_size=" + std::to_string(options_.reader_mmap_bytes));
-  if (s.ok() && cache_bytes > 0) s = reader->Exec(CacheSizePragma(cache_bytes));
-  if (s.ok()) *out = std::move(reader);
-  return s;
-}
-
 Status SqliteStore::InitMemdb() {
   // memdb's default limit is 1 GiB; SQLite allocates below 2 GiB at once.
   // (Its rollback journal is in memory by default.)
