@@ -100,9 +100,10 @@ struct ServerContext {
   // blocking_pool); may be null.
   PagePrefetcher* prefetcher = nullptr;
   Logger* logger = nullptr;  // may be null
-  // Where requests that may block on storage (writes, scans) run, so that
-  // the I/O threads keep serving while a commit waits for its fsync and
-  // concurrent writes can share one commit. Null: run on the I/O thread.
+  // Where requests that may block on storage run (long query pages, table
+  // and document operations, each committing and syncing on its own; entity
+  // writes go through Store::ApplyAsync instead), so that the I/O threads
+  // keep serving meanwhile. Null: run on the I/O thread.
   BlockingPool* blocking_pool = nullptr;
 };
 
