@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Profiles the server on one of the benchmark's request mixes: starts
 # build/cerulean under valgrind (callgrind) or perf, drives it with wrk and the
-# bench's Lua script (../shared/bench/lua/table.lua, account SAS in the query
-# string, as the bench does), stops it and prints the top functions.
+# harness's Lua script ($BENCH_HARNESS/lua/table.lua, account SAS in the
+# query string, as the harness does), stops it and prints the top functions.
 #
-#   bash scripts/profile.sh point  [seconds] [connections]   # point reads of 10k entities
+#   BENCH_HARNESS=DIR bash scripts/profile.sh point  [seconds] [connections]   # point reads of 10k entities
 #   bash scripts/profile.sh point100k ...  # point reads of the range table's 100k entities
 #   bash scripts/profile.sh insert [seconds] [connections]
 #   bash scripts/profile.sh upsert|batch ...
@@ -16,9 +16,10 @@
 # inclusive), perf (cycles, kernel included), strace (system calls counted;
 # STRACE_ARGS replaces -c, e.g. "-T -e trace=fdatasync" for sync latencies)
 # or none (wrk's figures and the server's CPU time per request). perf,
-# strace and none pin the server to CPU 1 as the bench pins it (one I/O
-# thread); callgrind runs it unpinned. BUILD_DIR (default build);
-# BENCH (default ../shared/bench); SERVER_ARGS, more server options (e.g.
+# strace and none pin the server to CPU 1 as the harness pins it (one I/O
+# thread); callgrind runs it unpinned. BENCH_HARNESS (required), the
+# benchmark harness's directory (see scripts/bench.sh); BUILD_DIR (default
+# build); SERVER_ARGS, more server options (e.g.
 # --inMemoryPersistence); SIDE_WRITES=N, a client (scripts/side-writes.js,
 # on CPU 0 beside wrk) inserting N entities a second into another table
 # while wrk runs. Output files go to $BUILD_DIR/profile/.
@@ -29,11 +30,16 @@ mode=${1:-point}
 seconds=${2:-20}
 conns=${3:-4}
 build_dir=${BUILD_DIR:-build}
-bench=${BENCH:-../shared/bench}
+bench=${BENCH_HARNESS:-}
+if [[ -z $bench || ! -f $bench/lua/table.lua || ! -f $bench/lib/ensure-deps.sh ]]; then
+  echo "profile.sh: set BENCH_HARNESS to the benchmark harness's directory" \
+    "(the one holding lua/table.lua and lib/ensure-deps.sh)${bench:+; '$bench' is not one}" >&2
+  exit 2
+fi
 profiler=${PROFILER:-callgrind}
 out_dir=$build_dir/profile
 mkdir -p "$out_dir"
-# The harness's npm packages (a fresh machine has none yet) and wrk.
+# The harness's npm packages and wrk, when missing.
 bash "$bench/lib/ensure-deps.sh" >&2
 data=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
@@ -109,7 +115,7 @@ sas=$(cd "$bench" && node -e '
 
 [[ $profiler == callgrind ]] && callgrind_control -i on "$server" >/dev/null
 # The server's CPU time (user + system, clock ticks) from /proc: CPU per
-# request is steadier than requests/s on a shared machine.
+# request varies less than requests/s when other work shares the cores.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 cpu_before=$(cpu_ticks)
 # Read system calls (pread of database pages; recvmsg is not counted) from
