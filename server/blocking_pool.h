@@ -4,9 +4,9 @@
 //
 // It starts with a few threads and adds one whenever work is posted while
 // every thread has work, up to a maximum. Creating all 32 threads before
-// listening took ~5 ms of the ~19 ms from exec to the listening socket on
-// the bench's machine (a VM where each thread's stack mapping and first
-// page faults cost ~0.15 ms); most runs never need more than a few.
+// listening would be a quarter of the time from exec to the listening
+// socket (each thread's stack mapping and first page faults), and most runs
+// never need more than a few.
 //
 // Thread-safety: Post may be called from any thread, also from work running
 // in the pool. Join once, after the last Post that must run.

@@ -1,6 +1,6 @@
 // Micro-benchmark of the query-response serialiser: writes a 1,000-entity
-// page of the bench's ~500-byte entity (../shared/bench/lib/rest.js
-// entityJson: ten properties of mixed EDM types) from its stored encoding
+// page of a ~500-byte entity (the benchmark harness's entity shape: ten
+// properties of mixed EDM types) from its stored encoding
 // with AppendEntityRowJson, and one entity with AppendEntityJson (a point
 // read's body), and prints the best time per entity of several rounds. Not
 // a test: it asserts nothing about time. Run pinned to one core:

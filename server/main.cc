@@ -246,14 +246,14 @@ namespace {
 // batch body then costs a page fault per 4 KiB on every request: profiled
 // (perf, scripts/profile.sh page), page faults and the copies into fresh
 // memory were ~40 % of a 1,000-entity page. Fixed thresholds keep such
-// blocks in the heaps and reuse them: 1,000-entity pages 240 -> ~600/s.
+// blocks in the heaps and reuse them.
 // Freed memory above 8 MiB at a heap's top still goes back to the kernel.
 // Two heaps ("arenas") at most: by default glibc gives threads up to eight
 // per CPU, and each blocking-pool thread that once rendered a large page kept
-// its freed blocks resident in a heap of its own (bench run over bulk load,
-// range, filter and scan: 55 MB peak resident with the default, 45 MB with
-// two heaps; inserts and batches at the same speed, the threads' small blocks
-// come from glibc's per-thread caches without taking a heap's lock).
+// its freed blocks resident in a heap of its own (about a fifth of the peak
+// resident memory over bulk loads and large pages). Inserts and batches run
+// at the same speed: the threads' small blocks come from glibc's per-thread
+// caches without taking a heap's lock.
 void TuneAllocator() {
   mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);

@@ -25,10 +25,8 @@ void PagePrefetcher::Arm(BlockingPool& pool, const storage::Store& store, std::s
       // it is noted before the rendering goes on. The rendering runs in the
       // pool at the same priority as the I/O thread; on one core the
       // scheduler left the woken I/O thread waiting for the rendering's time
-      // slice, so a page rendered ahead delayed the next request by up to its
-      // whole rendering (measured with filter pages, since no longer
-      // rendered ahead: filter-first-page c1 172 req/s without the yield,
-      // 240 with it, 265 with neither).
+      // slice, so without this yield a page rendered ahead would delay the
+      // next request by up to its whole rendering.
       sched_yield();
       return stopping_.load() || requests_.load(std::memory_order_relaxed) != requests ||
              generation_.load() != generation || page.body.size() > kMaxPageBytes;

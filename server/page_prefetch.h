@@ -2,8 +2,8 @@
 //
 // A client reading a table page by page (an export, an SDK's page
 // iterator) asks for the next page only once it has parsed the last one,
-// and the server idles meanwhile: in the bench's scan-100k the client parses
-// ~600 KB of JSON per page while the server waits. After a JSON page with a
+// and the server idles meanwhile: a client parses ~600 KB of JSON per
+// 1,000-entity page while the server waits. After a JSON page with a
 // continuation has been written, the next page of the same query is rendered
 // on the blocking pool, and the request for it is answered from that
 // rendering if

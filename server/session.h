@@ -27,7 +27,7 @@ inline constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
 
 // A connection's executor, socket and stream, with the concrete executor
 // type: with any_io_executor every copy of an executor (many per request in
-// Asio's and Beast's composed operations) was a heap allocation (profiled:
+// Asio's and Beast's composed operations) is a heap allocation (profiled:
 // ~20 of a point read's ~42). The executor is its io_context's own: one
 // thread runs that io_context, so a strand would only add its locking and
 // queueing (a strand per connection was ~3 % of a point read's server CPU,

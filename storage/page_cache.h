@@ -2,14 +2,14 @@
 //
 // In WAL mode SQLite empties a connection's own page cache whenever another
 // connection has committed since its last read transaction (the pager cannot
-// tell which pages changed). Under a trickle of writes the point readers'
-// 32 MiB caches were therefore nearly always empty: point reads of the bench's
-// 100k-entity table with 100 inserts a second into another table went from
-// 39k to 24k per second and from 0.02 to 1.86 `pread`s each, ~4 µs of CPU per
-// `pread` on this VM. The shim (wal_vfs.h) keeps the database file's pages
-// here, so such a re-read is a copy from memory. (A memory-mapped database
-// file was worse: every read transaction after a commit remapped the grown
-// file and faulted its pages in again, 12k reads/s.)
+// tell which pages changed). Under a trickle of writes every connection's
+// own cache is therefore nearly always empty: point reads of a 100k-entity
+// table with 100 inserts a second into another table make ~2 `pread`s each
+// without this cache, ~0.03 with it (SIDE_WRITES=100 PROFILER=none
+// scripts/profile.sh point100k 10 16). The shim (wal_vfs.h) keeps the
+// database file's pages here, so such a re-read is a copy from memory. (A
+// memory-mapped database file is no substitute: every read transaction after
+// a commit remaps the grown file and faults its pages in again.)
 //
 // Coherence: the cache holds what the file holds. A write or truncate drops
 // the pages it touches before and after it changes the file, and a read

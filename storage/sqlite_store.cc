@@ -571,13 +571,10 @@ Status SqliteStore::Init() {
   // journal of ApplyOps, the original of every page an Apply changes: SQLite
   // keeps it in memory up to 64 KiB and otherwise writes it to a temporary
   // file, two pwrites a page (4-byte page number, 4 KiB page); a batch
-  // of 100 inserts at 100 places of a large partition (the bench's bulk
-  // load) changes ~100 pages. Bounded by one Apply (at most 100 entities),
-  // so a few hundred KiB at most, freed at RELEASE. Measured with the bench's
-  // bulkLoad of 200k entities, 8 batches in flight, server on one core:
-  // 29.6-34.1k -> 40.8-46.7k entities/s, 27-31 -> 19-21 us server CPU per
-  // entity (a bigger writer page cache added nothing then; it did in session
-  // 20, SqliteStoreOptions::writer_cache_bytes).
+  // of 100 inserts at 100 places of a large partition (a bulk load) changes
+  // ~100 pages. Bounded by one Apply (at most 100 entities), so a few
+  // hundred KiB at most, freed at RELEASE. In a temporary file it was about
+  // a third of a bulk-loaded entity's server CPU.
   s = w->Exec("PRAGMA temp_store=MEMORY");
   if (!s.ok()) return s;
   if (options_.in_memory) {
@@ -667,8 +664,8 @@ Status SqliteStore::Init() {
 
     s = Connection::Open(this, path, &checkpointer_conn_);
     // A connection opens the WAL at its first read; until then
-    // sqlite3_wal_checkpoint_v2 on it does nothing (log and copied -1), so
-    // the writer did every checkpoint itself, at the hard limit.
+    // sqlite3_wal_checkpoint_v2 on it does nothing (log and copied -1), and
+    // the writer would do every checkpoint itself, at the hard limit.
     if (s.ok()) s = checkpointer_conn_->Exec("SELECT count(*) FROM sqlite_master");
     if (s.ok()) s = w->Exec("PRAGMA wal_autocheckpoint=0");
     if (s.ok()) s = w->Exec("PRAGMA journal_size_limit=67108864");
@@ -679,9 +676,8 @@ Status SqliteStore::Init() {
 
   if (sync_pipeline_) {
     // The WAL exists once the schema is written. Its first sync, which also
-    // syncs the directory, is the syncer's (SyncWalFromSyncer): on the
-    // bench's machine it was ~2 ms of I/O waits here, before the server
-    // could listen.
+    // syncs the directory, is the syncer's (SyncWalFromSyncer): done here,
+    // its I/O waits (milliseconds) would delay the server's listening.
     sqlite3_file* f = nullptr;
     int rc = sqlite3_file_control(w->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f);
     if (rc != SQLITE_OK || f == nullptr || f->pMethods == nullptr) {
@@ -1069,11 +1065,11 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
   return Status::Ok();
 }
 
-// Applies, and ops, committed together at most (see CommitLoop). At 64
-// connections of single inserts, server on one core, groups of up to 64
-// (one sync each, ~50 inserts) gave 24.8-25.2k inserts/s against 21.2-22.2k
-// with at most 16 (scripts/profile.sh insert 10 64). The ops bound keeps a
-// group of large batches from growing into one very long transaction.
+// Applies, and ops, committed together at most (see CommitLoop). Large
+// enough that at 64 connections of single inserts one sync covers ~50 of
+// them (groups of at most 16 gave ~15 % fewer inserts/s: PROFILER=none
+// scripts/profile.sh insert 10 64). The ops bound keeps a group of large
+// batches from growing into one very long transaction.
 constexpr size_t kMaxGroup = 64;
 constexpr size_t kMaxGroupOps = 1024;
 // An Apply of at least this many ops has the committer start at once
@@ -1104,7 +1100,7 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
   p->timestamps.clear();
   p->timestamps.reserve(ops.size());
   p->failed = 0;
-  // The table's id, looked up once per group and table: a lookup was ~5.5k
+  // The table's id, looked up once per group and table: a lookup is ~5.5k
   // instructions, ~4 % of a single insert's (callgrind, scripts/profile.sh
   // insert), and a group's Applies usually address one table.
   int64_t id = 0;
@@ -1375,10 +1371,10 @@ void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
   // timehist), before it commits and hands the group to the syncer: the WAL
   // sync started late instead of overlapping the caller's next request.
   // With more cores the committer runs elsewhere and this returns at once.
-  // Small Applies do not yield: at 16 connections single inserts then
-  // commit one at a time, 16k -> 7k inserts/s. Measured with 100-entity
-  // batches at 4 in flight, server on one core: 1,170 -> 1,370-1,470
-  // batches/s.
+  // Small Applies do not yield: at 16 connections single inserts would then
+  // commit one at a time, at less than half the rate. With 100-entity
+  // batches at 4 in flight on one core the yield gives ~20 % more batches/s
+  // (PROFILER=none scripts/profile.sh batch 8 4).
   if (large) sched_yield();
 }
 
@@ -1410,11 +1406,10 @@ void SqliteStore::CommitLoop() {
     // its sync. Where the server has one core (taskset, a one-CPU container)
     // the woken committer otherwise takes a group of ~4.5 single inserts
     // and leaves the others for the next; with this yield groups hold ~10
-    // at 16 connections: 15.5-16.9k -> 18.3-18.7k inserts/s, 52-56 -> 47-48
-    // us of server CPU per insert (scripts/profile.sh insert 12 16, three
-    // alternating runs each). With nothing else runnable on this core the
-    // yield returns at once. Large Applies were asked to start at once
-    // (Enqueue) and do not wait.
+    // at 16 connections, and an insert costs ~10 % less server CPU
+    // (PROFILER=none scripts/profile.sh insert 12 16). With nothing else
+    // runnable on this core the yield returns at once. Large Applies were
+    // asked to start at once (Enqueue) and do not wait.
     if (group_queue_.size() < kMaxGroup && !group_queue_.front()->large()) {
       lock.unlock();
       sched_yield();
@@ -1495,15 +1490,11 @@ void SqliteStore::SyncLoop() {
     if (sync_queue_.empty()) return;  // stopping, and everything handed over is done
     // Small writes: let the committer hand over the group it is committing
     // too, so that one sync covers both. On one core the syncer otherwise
-    // ran ~1.7 times per group of single inserts, each sync (page writeback,
-    // the device flush, their VM exits: a quarter of the core at 16
-    // connections, perf sched timehist) covering ~10 inserts. With this
-    // yield, inserts at c16 went from 18.2-19.1k to 19.8-20.4k per second
-    // and from 46-48 to 42-43 us of server CPU each (scripts/profile.sh
-    // insert 10 16, two alternating runs; c64 27.1-29.4k -> 28.1-28.9k,
-    // upserts 22.1-22.5k -> 22.7-23.4k). Not for batches: at four in
-    // flight they lost ~9 % (the core idled while each waited for the
-    // other's commit).
+    // runs ~1.7 times per group of single inserts, and each sync (page
+    // writeback, the device flush) is costly: with the yield an insert at
+    // c16 costs ~10 % less server CPU (PROFILER=none scripts/profile.sh
+    // insert 10 16). Not for batches: at four in flight they lose ~9 %, as
+    // the core idles while each waits for the other's commit.
     if (std::none_of(sync_queue_.begin(), sync_queue_.end(),
                      [](const auto& p) { return p->large(); })) {
       lock.unlock();

@@ -41,19 +41,14 @@ struct SqliteStoreOptions {
   size_t reader_pool_size = 8;
   // Further readers kept for point reads (GetEntityRow) and short pages, each
   // with a page cache of `point_reader_cache_bytes` instead of SQLite's
-  // default 2 MiB: a point read of the bench's 100k-entity table (~30 MB of
-  // pages) otherwise misses the cache ~1.6 times per read and reads the
-  // pages with pread (16 MiB: 0.52 times, +12 % point reads/s; 32 MiB: 0.03
-  // times, 22.6-26.5 -> 20.6-23.2 us of server CPU a read; `scripts/
-  // profile.sh point100k`). GetEntityRow takes an idle one, else a pooled
-  // reader. A cache holds only pages read, so the memory they may hold is
-  // bounded by count x cache, and by the database's size below that. Unused
-  // in memory. Since session 21 the misses mostly come from the shared page
-  // cache below (a copy, not a pread), and a connection's own cache is
-  // emptied whenever another commits, so 4 MiB (the interior pages) is
-  // enough: with 100 inserts a second beside the point reads, 32 MiB left
-  // 30.9 us of server CPU a read, 4 MiB 26.8-27.0, 1 MiB 26.1; without
-  // writes all within noise of 32 MiB (22.5-24.3 us).
+  // default 2 MiB. GetEntityRow takes an idle one, else a pooled reader. A
+  // cache holds only pages read, so the memory they may hold is bounded by
+  // count x cache, and by the database's size below that. Unused in memory.
+  // Pages a connection's own cache misses come mostly from the shared page
+  // cache below (a copy, not a pread), and that cache is emptied whenever
+  // another connection commits, so 4 MiB (a large table's interior pages)
+  // is enough; a larger one costs more to empty beside writes
+  // (SIDE_WRITES=100 PROFILER=none scripts/profile.sh point100k 10 16).
   size_t point_reader_count = 2;
   int64_t point_reader_cache_bytes = int64_t{4} << 20;
   // The database file's pages, kept for every connection (storage/
@@ -62,19 +57,20 @@ struct SqliteStoreOptions {
   int64_t shared_page_cache_bytes = int64_t{32} << 20;
   // The writer connection's page cache (file stores; SQLite's default is
   // 2 MiB). A write reads the B-tree pages it changes; those the cache does
-  // not hold come through a pread from the WAL or the database file (~4 us
-  // of CPU each on session 20's machine). The bench's bulk load, 100-entity
-  // batches at 100 places of one 100k-entity partition: 2.8 -> 1.0 read
-  // calls per entity, 27.3-28.6k -> 32.3k entities/s for a first load and
-  // 31.9-33.5k -> 38.3-40.1k for a second (16 MiB; 32 MiB no better);
-  // upserts at c16 (`scripts/profile.sh upsert`) 0.55 -> 0.20 read calls
-  // each. The cache holds only pages read, so at most this many bytes.
-  // Unused in memory (the pages are in memdb's buffer already).
+  // not hold come through a pread from the WAL or the database file. A bulk
+  // load of 100-entity batches at 100 places of one large partition cycles
+  // through more leaves than 2 MiB holds, and re-read nearly every page it
+  // changed (2.8 read calls per entity; 1.0 with 16 MiB, the rest the
+  // checkpointer's; 32 MiB does no better). Upserts at c16 make 0.20 read
+  // calls each instead of 0.55 (`PROFILER=none scripts/profile.sh upsert`
+  // prints read calls per request). The cache holds only pages read, so at
+  // most this many bytes. Unused in memory (the pages are in memdb's buffer
+  // already).
   int64_t writer_cache_bytes = int64_t{16} << 20;
   // After this long with no write the writer's page cache is emptied and
   // the freed memory handed back to the system (glibc's malloc_trim), so a
   // bulk load's pages do not stay resident beside the point readers' caches
-  // (the bench's peak RSS, whole run: 62 -> 77 MB with the cache kept).
+  // (kept, they add about a quarter to the server's peak resident memory).
   // Zero keeps the cache.
   std::chrono::milliseconds writer_cache_idle_release{1000};
   // After a checkpoint pass that left frames behind (committed during it),
@@ -90,26 +86,27 @@ struct SqliteStoreOptions {
   std::chrono::milliseconds busy_timeout{5000};
   // Rows of a dropped table deleted per reaper transaction: small enough
   // that a write arriving meanwhile waits only briefly for the writer
-  // connection (measured: 2,000 rows of ~400 bytes held it ~8 ms).
+  // connection (2,000 rows of ~400 bytes hold it ~8 ms).
   size_t reap_chunk_rows = 500;
   // How long the reaper waits after a table is dropped before it starts.
   // The thread that committed the drop still has to answer it; a reaper
-  // starting at once competes with that answer for the CPU (measured, the
-  // server pinned to one core: a Delete Table answered ~1.4 ms later).
+  // starting at once competes with that answer for the CPU (on one core a
+  // Delete Table is answered ~1.4 ms later).
   std::chrono::milliseconds reap_delay{50};
   // Run the reaper thread. Tests turn it off to observe orphaned rows (and
   // reap with ReapNowForTesting()).
   bool background_reaping = true;
-  // Durability of an acknowledged write. true: synchronous=FULL, the WAL is
-  // fsync'ed by every commit before the write returns, so it survives power
-  // loss as well as kill -9. false: synchronous=NORMAL, fsync only at
-  // checkpoints; a commit is in the OS, which survives kill -9 of the
-  // process but not of the machine. Unused in memory.
+  // Durability of an acknowledged write. true: no write is acknowledged
+  // before the WAL holding its commit has been synced (by the store itself,
+  // the writer running synchronous=NORMAL; see storage/README.md,
+  // Durability), so it survives power loss as well as kill -9. false: sync
+  // only at checkpoints; a commit is in the OS, which survives kill -9 of
+  // the process but not a power loss. Unused in memory.
   bool fsync_commits = true;
   // Hold the database file for this process alone (SQLite's unix-excl VFS):
   // the WAL index lives in the heap instead of a shared -shm mapping, so a
   // read transaction takes no file locks (two fcntl calls per point read
-  // otherwise; ~20 % of point-read throughput on this machine). Another
+  // otherwise, visible with PROFILER=strace scripts/profile.sh point). Another
   // process (a second server, `cerulean export`) cannot open the database
   // while this store is open: Open fails with kBusy. Ignored when `vfs` is
   // set.
@@ -337,8 +334,8 @@ class SqliteStore final : public Store {
 
   // Idle reader connections of a file store. Init opens one; ReadLease
   // opens the others (up to reader_pool_size, and point_reader_count point
-  // readers) when a read finds none idle: opening all ten at start-up was
-  // ~3 ms of it (server/README.md, "Session 22").
+  // readers) when a read finds none idle, so that start-up opens only what
+  // the first reads need.
   mutable std::mutex readers_mu_;
   std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_

@@ -391,7 +391,7 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
   }
 }
 
-// The bench's bulk load changes ~100 pages a batch and cycles through more
+// A bulk load of 100-entity batches changes ~100 pages a batch and cycles through more
 // leaf pages than SQLite's default 2 MiB page cache holds: each page the
 // cache had lost came through a pread (SqliteStoreOptions::
 // writer_cache_bytes). Here ~3 MiB of rows are rewritten in random order;

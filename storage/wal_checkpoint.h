@@ -10,8 +10,8 @@
 //     writer copies those itself, where no commit can come in between, so
 //     the next write rewinds the WAL;
 //   * past hard_limit_pages the writer copies whatever is left.
-// Left to the checkpointer alone, each of its passes found a commit or two
-// more behind it: under steady writes the WAL rewound only after ~15 more
+// Left to the checkpointer alone, each pass finds a commit or two more
+// behind it: under steady writes the WAL would rewind only after ~15 more
 // passes, each syncing the WAL and the database (storage/README.md).
 //
 // Thread-safety: a planner is used by whoever holds the writer connection,
@@ -25,12 +25,11 @@ namespace cerulean::storage {
 
 // In WAL pages (4 KiB each). The trigger is large enough that a pass copies
 // many commits at once, small enough that reads do not search a long WAL
-// index. The hard limit stalls the writer for as long as the frames the
-// checkpointer has not reached yet. (Until session 9 the checkpointer's
-// connection never opened the WAL and the writer made every copy at the
-// hard limit: batch p99 92 ms at 16,000 pages, 56 ms at 8,000, 340 ms at
-// 64,000.) A catch-up copies a few commits' pages and syncs the WAL and the
-// database once: ~1 ms of the writer's time every ~80 ms of single inserts.
+// index. The hard limit stalls the writer for as long as copying the frames
+// the checkpointer has not reached yet takes, so a higher limit means longer
+// stalls when the writer outruns the checkpointer. A catch-up copies a few
+// commits' pages and syncs the WAL and the database once: ~1 ms of the
+// writer's time every ~80 ms of single inserts.
 struct WalCheckpointLimits {
   int trigger_pages = 4000;
   int hard_limit_pages = 8000;

@@ -29,13 +29,13 @@ constexpr size_t kMaxGatheredBytes = 4 * 1024 * 1024;
 
 // A database file's writes (a checkpoint copying pages back from the WAL)
 // are pushed to the device this many bytes at a time, each piece waited for,
-// instead of all at the checkpoint's closing fdatasync. On this VM that sync
-// wrote ~2 MB in one go, and the WAL syncs acknowledging writes meanwhile
-// took 1-3 ms instead of 0.2: inserts at c16 had p99 ~4 ms. In 256 KiB
-// pieces the WAL syncs find at most one piece ahead of them: p99 2.3 ms,
-// upserts 2.8-3.0 -> 1.4-1.6 ms, batches 8.7 -> 5.0-5.2 ms (scripts/
-// profile.sh, session 16; 64 KiB cost inserts 4 %, 1 MiB left upserts at
-// 2.1 ms).
+// instead of all at the checkpoint's closing fdatasync. That sync would
+// write megabytes in one go, and the WAL syncs acknowledging writes
+// meanwhile wait behind it: it sets the p99 of single writes. In 256 KiB
+// pieces the WAL syncs find at most one piece ahead of them, which roughly
+// halves the p99 of inserts and upserts at c16 (PROFILER=none
+// scripts/profile.sh insert|upsert 8 16); 64 KiB pieces cost inserts ~4 %
+// of throughput, 1 MiB ones leave more of the tail.
 constexpr size_t kPaceBytes = 256 * 1024;
 
 std::atomic<uint64_t> paced_writebacks{0};

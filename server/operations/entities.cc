@@ -20,11 +20,11 @@ constexpr size_t kMaxExaminedPerPage = 200'000;
 
 // A page the thread that read the request renders itself (QueryEntities):
 // key ranges only, so every row read is written, at most this many rows and
-// bytes of JSON (a 100-row page of the bench's ~600-byte entities takes
-// ~125 us, a 1 MiB one a few ms). Longer pages go to the blocking pool,
-// where they share the core with the I/O thread instead of holding up its
-// other connections. Handing a page to the pool and back costs two context
-// switches, ~10 us on a machine where they are dear (server/README.md).
+// bytes of JSON (a 100-row page of ~600-byte entities takes ~0.1 ms, a
+// 1 MiB one a few ms). Longer pages go to the blocking pool, where they
+// share the core with the I/O thread instead of holding up its other
+// connections. Handing a page to the pool and back costs two context
+// switches (server/README.md, "Threads").
 constexpr size_t kInlineQueryRows = 100;
 constexpr size_t kInlineQueryBytes = size_t{1} << 20;
 
@@ -320,8 +320,9 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // Pages are rendered ahead only for key ranges: a page then costs at
     // most $top rows. With a residual filter the next page may examine up to
     // kMaxExaminedPerPage rows, often for a client that wanted only the
-    // first page: filter-first-page c1 went 265 -> 240 req/s with it. Nor
-    // with a SAS key range, whose predicate is the grant's, not the query's.
+    // first page (a single client reading first pages loses ~10 % of its
+    // rate to the rendering ahead). Nor with a SAS key range, whose
+    // predicate is the grant's, not the query's.
     const bool prefetch =
         ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr && !residual && !grant.HasRange();
     const std::string_view filter = req.query.Get("$filter").value_or("");

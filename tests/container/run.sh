@@ -2,10 +2,10 @@
 # Container test: builds docker/Dockerfile and runs the image's binary, driven by azure.data.tables.
 #   bash tests/container/run.sh
 #
-# These machines have no Docker engine and reach no registry (see shared/notes/containers.md), so
-# the image is built by Podman (chroot isolation) on a Debian base image made locally with
-# debootstrap and tagged debian:bookworm-slim, and the binary is started with `buildah run` on the
-# host network (podman run cannot set rlimits here). The base image and the build's layer cache
+# It needs neither a Docker engine nor a container registry: the image is built by Podman (chroot
+# isolation) on a Debian base image made locally with debootstrap and tagged debian:bookworm-slim,
+# and the binary is started with `buildah run` on the host network (which works where podman run
+# cannot set rlimits, as in an unprivileged or nested environment). The base image and the build's layer cache
 # stay in Podman's storage, so later runs only recompile the sources.
 #
 # Environment: CONTAINER_IMAGE (default localhost/cerulean-test), DEBIAN_MIRROR
