@@ -205,13 +205,20 @@ const odataString = (s) => `'${s.replace(/'/g, "''")}'`;
 // Typed entities: {pk, rk, timestamp, etag, props: [{name, type, value}]}
 // with each value as text in the form it is edited in.
 
+// A DateTime with all 7 fractional digits (the service drops trailing
+// zeros: ".56Z" is ".5600000Z").
+function sevenDigits(text) {
+  const m = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d{1,7}))?Z$/.exec(text);
+  return m ? `${m[1]}.${(m[2] || '').padEnd(7, '0')}Z` : text;
+}
+
 function fromWire(obj) {
   const e = { pk: '', rk: '', timestamp: '', etag: obj['odata.etag'] || '', props: [] };
   for (const [name, v] of Object.entries(obj)) {
     if (name.startsWith('odata.') || name.endsWith('@odata.type')) continue;
     if (name === 'PartitionKey') { e.pk = v; continue; }
     if (name === 'RowKey') { e.rk = v; continue; }
-    if (name === 'Timestamp') { e.timestamp = v; continue; }
+    if (name === 'Timestamp') { e.timestamp = sevenDigits(v); continue; }
     let type = obj[`${name}@odata.type`];
     type = type ? type.replace(/^Edm\./, '') : null;
     let value;
@@ -224,6 +231,7 @@ function fromWire(obj) {
     } else {
       type = type || 'String';
       value = v === null ? '' : String(v);
+      if (type === 'DateTime') value = sevenDigits(value);
     }
     e.props.push({ name, type, value });
   }

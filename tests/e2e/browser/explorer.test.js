@@ -121,6 +121,8 @@ const ALL_TYPES = {
   NegInf: '-Infinity',
   'When@odata.type': 'Edm.DateTime',
   When: '2024-02-29T23:59:59.1234567Z',
+  'Round@odata.type': 'Edm.DateTime',
+  Round: '2024-01-01T00:00:00.5Z',
   'Id@odata.type': 'Edm.Guid',
   Id: '0f8fad5b-d9cb-469f-a165-70867728950e',
   'Bin@odata.type': 'Edm.Binary',
@@ -351,12 +353,14 @@ describe('explorer in headless Chromium', () => {
       ['Inf', 'Double', 'Infinity'],
       ['NegInf', 'Double', '-Infinity'],
       ['When', 'DateTime', '2024-02-29T23:59:59.1234567Z'],
+      ['Round', 'DateTime', '2024-01-01T00:00:00.5000000Z'],
       ['Id', 'Guid', '0f8fad5b-d9cb-469f-a165-70867728950e'],
       ['Bin', 'Binary', 'AAEC/f7/'],
     ]);
     const before = JSON.parse((await getEntity(server, t, 'types', 'all')).body);
     assert.equal(before.I32, -2147483648);
     assert.equal(await text('#e-etag'), before['odata.etag']);
+    assert.match(await text('#e-timestamp'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/);
 
     // Replace with one value changed: every other value and type survives.
     await page.fill('#props tbody tr:nth-child(3) .p-value', '42');
