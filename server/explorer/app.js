@@ -243,6 +243,11 @@ const DOUBLE = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,7})?)?Z$/;
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const STRING_FORMS = {
+  DateTime: { pattern: DATETIME, expected: 'yyyy-mm-ddThh:mm:ss.fffffffZ (UTC, up to 7 fractional digits)', canonical: (t) => t },
+  Guid: { pattern: GUID, expected: 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx', canonical: (t) => t.toLowerCase() },
+  Binary: { pattern: BASE64, expected: 'base64', canonical: (t) => t },
+};
 
 // The JSON body of an entity: each property written so that the service
 // stores exactly the type chosen (annotations for every type JSON cannot
@@ -298,23 +303,14 @@ function toWireText(e, withKeys) {
         }
         break;
       }
-      case 'DateTime':
-        if (!DATETIME.test(v.trim())) throw bad('yyyy-mm-ddThh:mm:ss.fffffffZ (UTC, up to 7 fractional digits)');
-        annotate(name, 'DateTime');
-        member(name, JSON.stringify(v.trim()));
-        break;
-      case 'Guid':
-        if (!GUID.test(v.trim())) throw bad('xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx');
-        annotate(name, 'Guid');
-        member(name, JSON.stringify(v.trim().toLowerCase()));
-        break;
-      case 'Binary':
-        if (!BASE64.test(v.trim())) throw bad('base64');
-        annotate(name, 'Binary');
-        member(name, JSON.stringify(v.trim()));
-        break;
-      default:
-        throw bad('unknown type');
+      default: {
+        // The types written as an annotated JSON string.
+        const form = STRING_FORMS[p.type];
+        if (!form) throw bad('unknown type');
+        if (!form.pattern.test(v.trim())) throw bad(form.expected);
+        annotate(name, p.type);
+        member(name, JSON.stringify(form.canonical(v.trim())));
+      }
     }
   }
   return `{${parts.join(',')}}`;

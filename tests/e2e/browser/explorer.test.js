@@ -537,6 +537,14 @@ describe('explorer in headless Chromium', () => {
     const qlines = fs.readFileSync(await dq.path(), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(qlines.map((l) => l.entity?.I), [undefined, 0, 1, 2, 3, 4]);
 
+    // Every table: a header line per table, its entities after it.
+    const [da] = await Promise.all([page.waitForEvent('download'), page.click('#export-all')]);
+    assert.equal(da.suggestedFilename(), 'devstoreaccount1.jsonl');
+    const all = fs.readFileSync(await da.path(), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    const at = all.findIndex((l) => l.table === t && !l.entity);
+    assert.ok(at >= 0);
+    assert.deepEqual(all.slice(at, at + 42), lines);
+
     // Import into another table name: the file is the export with the name changed.
     const t2 = uniqueTableName('imported');
     const file = path.join(tempDir(), 'in.jsonl');
