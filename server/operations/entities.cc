@@ -285,13 +285,16 @@ namespace {
 // (kInlineQueryRows, kInlineQueryBytes).
 std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req,
                                             bool inline_only) {
-  const auto started = std::chrono::steady_clock::now();
+  // The plan is reported when the request asks for it with the header of the
+  // same name; other requests pay only for this look-up.
+  const bool report = !Header(req.http, kQueryPlanHeader).empty();
+  const auto started =
+      report ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
-  // Asked for with the request header of the same name (x-cerulean-query-plan).
   std::optional<odata::QueryPlan> reported_plan;
-  if (!Header(req.http, kQueryPlanHeader).empty()) reported_plan = plan;
+  if (report) reported_plan = plan;
   // Logged once: a page left to the pool is planned again there.
   if (inline_only && ctx.logger != nullptr && ctx.logger->debug_enabled()) {
     ctx.logger->Debug(req, "query plan " + req.path.table + ": " + plan.ToString());
@@ -317,8 +320,9 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
   if (inline_only && req.atom) return std::nullopt;
   // Rows the predicate saw: the rows examined when there is one (without
   // one, every row examined is returned).
-  auto examined = std::make_shared<size_t>(0);
-  if (reported_plan && scan.predicate) {
+  std::shared_ptr<size_t> examined;
+  if (report && scan.predicate) {
+    examined = std::make_shared<size_t>(0);
     scan.predicate = [inner = std::move(scan.predicate), examined](const storage::Entity& e) {
       ++*examined;
       return inner(e);
@@ -344,7 +348,7 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // with a SAS key range, whose predicate is the grant's, not the query's.
     // Nor when the plan is reported: a page rendered ahead was not counted.
     const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr && !residual &&
-                          !grant.HasRange() && !reported_plan;
+                          !grant.HasRange() && !report;
     const std::string_view filter = req.query.Get("$filter").value_or("");
     std::string body;
     std::optional<PagePrefetcher::Page> ready;
@@ -374,15 +378,15 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(next->partition_key));
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(next->row_key));
   }
-  if (reported_plan) {
-    QueryPlanReport report;
-    report.returned = returned;
-    report.examined = scan.predicate ? *examined : returned;
-    report.elapsed_ms =
+  if (report) {
+    QueryPlanReport counts;
+    counts.returned = returned;
+    counts.examined = examined ? *examined : returned;
+    counts.elapsed_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
-    report.more = next.has_value();
-    res.set(kQueryPlanHeader, QueryPlanHeaderValue(*reported_plan, report));
+    counts.more = next.has_value();
+    res.set(kQueryPlanHeader, QueryPlanHeaderValue(*reported_plan, counts));
   }
   return res;
 }
