@@ -158,6 +158,23 @@ TEST_CASE("query plan header: ranges, residual, rows examined and returned") {
   }
 }
 
+TEST_CASE("query plan header: Atom pages report it too") {
+  Server s;
+  Fill(s);
+  HttpResponse res =
+      s.Send(http::verb::get, "/devstoreaccount1/plans()?$filter=Amount%20eq%2010&$top=2", "",
+             {{"x-cerulean-query-plan", "yes"},
+              {"x-ms-version", "2013-08-15"},
+              {"Accept", "application/atom+xml"}});
+  REQUIRE(res.result_int() == 200);
+  CHECK(res[http::field::content_type].starts_with("application/atom+xml"));
+  auto plan = nlohmann::json::parse(std::string(res[kQueryPlanHeader]));
+  CHECK(plan["residual"] == "(eq Amount 10)");
+  CHECK(plan["returned"] == 2);
+  CHECK(plan["examined"] == 7);  // partition 'a' (5 rows), then b/r1 and b/r2
+  CHECK(plan["more"] == true);
+}
+
 TEST_CASE("query plan header: an over-long residual is cut short") {
   std::string filter = "Amount eq 1";
   for (int i = 0; i < 300; ++i) filter += " or Amount eq " + std::to_string(i);
