@@ -632,6 +632,21 @@ describe('explorer in headless Chromium', () => {
     assert.equal((await request(server, { path: `/Tables('${t}')` })).status, 200);
   });
 
+  test('without Web Crypto (a page that is not a secure context) Shared Key says to use a SAS', async () => {
+    const p = await context.newPage();
+    try {
+      // What an http:// page under another host name sees.
+      await p.addInitScript(() => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined }));
+      await p.goto(`${server.url}/_explorer`);
+      await p.click('#connect-button');
+      await p.waitForSelector('#error:not([hidden])');
+      assert.equal(await p.textContent('#error-code'), 'NoWebCrypto');
+      assert.match(await p.textContent('#error-message'), /paste a SAS/);
+    } finally {
+      await p.close();
+    }
+  });
+
   test('reset deletes every table of the account after confirmation', async () => {
     await createTable(server, uniqueTableName('gone'));
     await openExplorer();
