@@ -29,6 +29,8 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "accept any well-formed x-ms-version")(
       "disableProductStyleUrl", po::bool_switch(&out->disable_product_style_url),
       "always parse the account from the first path segment")(
+      "disableExplorer", po::bool_switch(&out->disable_explorer),
+      "do not serve the table explorer page at /_explorer")(
       "disableTelemetry", "accepted for Azurite compatibility; Cerulean sends no telemetry")(
       "debug,d", po::value(&out->debug_file),
       "write full request/response headers and query plans to FILE")(

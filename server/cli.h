@@ -29,6 +29,7 @@ struct CliOptions {
   std::vector<std::string> tables;
   std::string file;
   bool disable_product_style_url = false;
+  bool disable_explorer = false;
   bool help = false;
   bool version = false;
   std::string help_text;

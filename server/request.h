@@ -89,6 +89,7 @@ struct ServerOptions {
   bool https = false;             // the listener speaks TLS (--cert)
   bool oauth = false;             // --oauth basic: bearer tokens accepted (over HTTPS)
   bool force_path_style = false;  // --disableProductStyleUrl
+  bool explorer = true;           // /_explorer is served (off: --disableExplorer)
 };
 
 struct ServerContext {

@@ -1,7 +1,8 @@
-// The reserved /_ paths: health, metrics. Account and table names cannot
+// The reserved /_ paths: health, metrics, reset, the explorer page. Account and table names cannot
 // contain '_', so these never collide with the Table API.
 #include "server/operations/admin.h"
 
+#include "server/explorer.h"
 #include "server/metrics.h"
 #include "server/page_prefetch.h"
 #include "server/text.h"
@@ -10,6 +11,9 @@ namespace cerulean::server {
 
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
   req.version = std::string(kNewestVersion);
+  // The explorer's page and assets (server/explorer.h); unknown when it is
+  // turned off (--disableExplorer).
+  if (ctx.options.explorer && IsExplorerPath(path)) return ServeExplorer(req, path);
   if (path == "/_health" &&
       (req.http.method() == http::verb::get || req.http.method() == http::verb::head)) {
     bool healthy = ctx.store->Healthy();

@@ -1,5 +1,8 @@
 // Entity operations: Query Entities, Get Entity, Insert, Update, Merge,
 // Delete and the upserts.
+#include <chrono>
+#include <memory>
+
 #include "odata/query.h"
 #include "server/entity_atom.h"
 #include "server/listener.h"
@@ -8,6 +11,7 @@
 #include "server/operations/operations.h"
 #include "server/page_prefetch.h"
 #include "server/query_options.h"
+#include "server/query_plan_header.h"
 #include "server/text.h"
 
 namespace cerulean::server {
@@ -94,11 +98,11 @@ struct FeedInputs {
 // The body of a Query Entities page in JSON, each entity written as the
 // store reads its row: straight from the stored encoding, or (for $select)
 // from the row decoded. Gives up with kBusy once the body is longer than
-// `max_bytes`.
+// `max_bytes`. `*written` (if given) gets the number of entities written.
 storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs& in,
                                      const storage::ScanRequest& scan, std::string* body,
                                      std::optional<storage::EntityKey>* next,
-                                     size_t max_bytes = SIZE_MAX) {
+                                     size_t max_bytes = SIZE_MAX, size_t* written = nullptr) {
   const JsonContext jc = in.json();
   const std::vector<std::string>* select = in.select ? &*in.select : nullptr;
   body->reserve(4096);
@@ -140,6 +144,7 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
       },
       next);
   *body += "]}";
+  if (written != nullptr) *written = count;
   return s;
 }
 
@@ -280,9 +285,16 @@ namespace {
 // (kInlineQueryRows, kInlineQueryBytes).
 std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req,
                                             bool inline_only) {
+  // The plan is reported when the request asks for it with the header of the
+  // same name; other requests pay only for this look-up.
+  const bool report = !Header(req.http, kQueryPlanHeader).empty();
+  const auto started =
+      report ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
+  std::optional<odata::QueryPlan> reported_plan;
+  if (report) reported_plan = plan;
   // Logged once: a page left to the pool is planned again there.
   if (inline_only && ctx.logger != nullptr && ctx.logger->debug_enabled()) {
     ctx.logger->Debug(req, "query plan " + req.path.table + ": " + plan.ToString());
@@ -306,6 +318,17 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
   if (inline_only && req.atom) return std::nullopt;
+  // Rows the predicate saw: the rows examined when there is one (without
+  // one, every row examined is returned).
+  std::shared_ptr<size_t> examined;
+  if (report && scan.predicate) {
+    examined = std::make_shared<size_t>(0);
+    scan.predicate = [inner = std::move(scan.predicate), examined](const storage::Entity& e) {
+      ++*examined;
+      return inner(e);
+    };
+  }
+  size_t returned = 0;
   std::optional<storage::EntityKey> next;
   HttpResponse res;
   if (req.atom) {
@@ -314,6 +337,7 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     res = AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select));
+    returned = result.entities.size();
     next = std::move(result.next);
   } else {
     FeedInputs in{req.base, req.account, req.path.table, req.format, std::move(opts.select)};
@@ -322,9 +346,10 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // kMaxExaminedPerPage rows, often for a client that wanted only the
     // first page (a single client reading first pages loses ~10 % of its
     // rate to the rendering ahead). Nor with a SAS key range, whose
-    // predicate is the grant's, not the query's.
-    const bool prefetch =
-        ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr && !residual && !grant.HasRange();
+    // predicate is the grant's, not the query's. Nor when the plan is
+    // reported: a page rendered ahead was not counted.
+    const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr && !residual &&
+                          !grant.HasRange() && !report;
     const std::string_view filter = req.query.Get("$filter").value_or("");
     std::string body;
     std::optional<PagePrefetcher::Page> ready;
@@ -337,8 +362,8 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
       // bounded by $top.
       if (inline_only && (scan.predicate || scan.limit > kInlineQueryRows)) return std::nullopt;
       scan.point_reader = inline_only;
-      storage::Status s = StreamEntityFeedJson(ctx, in, scan, &body, &next,
-                                               inline_only ? kInlineQueryBytes : SIZE_MAX);
+      storage::Status s = StreamEntityFeedJson(
+          ctx, in, scan, &body, &next, inline_only ? kInlineQueryBytes : SIZE_MAX, &returned);
       if (inline_only && s.code() == storage::StatusCode::kBusy) return std::nullopt;
       if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     }
@@ -353,6 +378,16 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
   if (next) {
     res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(next->partition_key));
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(next->row_key));
+  }
+  if (report) {
+    QueryPlanReport counts;
+    counts.returned = returned;
+    counts.examined = examined ? *examined : returned;
+    counts.elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    counts.more = next.has_value();
+    res.set(kQueryPlanHeader, QueryPlanHeaderValue(*reported_plan, counts));
   }
   return res;
 }

@@ -9,7 +9,7 @@
 # stay in Podman's storage, so later runs only recompile the sources.
 #
 # Environment: CONTAINER_IMAGE (default localhost/cerulean-test), DEBIAN_MIRROR
-# (default http://deb.debian.org/debian), PYTHON (default /usr/bin/python3),
+# (default: the first Debian mirror in this machine's apt sources), PYTHON (default /usr/bin/python3),
 # CONTAINER_BUILD_TIMEOUT (seconds, default 1500). A build that must recompile everything takes
 # about 6 minutes on 2 cores; a fresh machine adds about 2 minutes for debootstrap and apt.
 # Skips (exit 0, "0 passed, 0 failed") only when Podman/Buildah cannot be installed.
@@ -22,7 +22,16 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 image="${CONTAINER_IMAGE:-localhost/cerulean-test}"
 base="docker.io/library/debian:bookworm-slim"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The mirror debootstrap fetches from: the one this machine's apt already uses (deb822 `URIs:`
+# lines, or the classic `deb URI suite` lines), so no host name is built in.
+apt_mirror() {
+  local uri
+  uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null)
+  [[ -n $uri ]] || uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' \
+    /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -1)
+  printf '%s' "$uri"
+}
+mirror="${DEBIAN_MIRROR:-$(apt_mirror)}"
 python="${PYTHON:-/usr/bin/python3}"
 work="$(mktemp -d /tmp/cerulean-container.XXXXXX)"
 passed=0
@@ -76,6 +85,10 @@ fi
 if podman image exists "$base"; then
   pass "base image $base present"
 else
+  if [[ -z $mirror ]]; then
+    fail "base image" "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"
+    finish
+  fi
   say "making $base with debootstrap from $mirror (about a minute)"
   rootfs="$work/rootfs"
   if timeout 900 debootstrap --variant=minbase bookworm "$rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 &&
