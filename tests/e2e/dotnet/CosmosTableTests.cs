@@ -336,6 +336,9 @@ public sealed class CosmosTableTests
             _client.SetServiceProperties(props);
         }
 
+        // No Atom: the client offers JSON payloads only.
+        Assert.Equal(new[] { "Json", "JsonFullMetadata", "JsonNoMetadata" }, Enum.GetNames<TablePayloadFormat>().OrderBy(n => n));
+
         var dev = CloudStorageAccount.Parse("UseDevelopmentStorage=true");
         Assert.Equal(new Uri("http://127.0.0.1:10002/devstoreaccount1"), dev.TableEndpoint);
         Assert.Equal("devstoreaccount1", dev.Credentials.AccountName);

@@ -267,6 +267,12 @@ public sealed class DataTablesTests
             table.SubmitTransaction(Enumerable.Range(0, 9).Select(i =>
                 new TableTransactionAction(TableTransactionActionType.Add, new TableEntity(pk, i.ToString("D3")))));
 
+        // Timestamp filters, as change feeds poll: everything written since a moment before.
+        var since = DateTimeOffset.UtcNow.AddMinutes(-5);
+        Assert.Equal(27, table.Query<TableEntity>(e => e.Timestamp >= since).Count());
+        var future = DateTimeOffset.UtcNow.AddMinutes(5);
+        Assert.Empty(table.Query<TableEntity>(e => e.Timestamp > future));
+
         var pages = table.Query<TableEntity>(e => e.RowKey.CompareTo("002") >= 0, maxPerPage: 4).AsPages().ToList();
         Assert.Equal(21, pages.Sum(p => p.Values.Count));
         Assert.All(pages, p => Assert.True(p.Values.Count <= 4));
@@ -429,6 +435,38 @@ public sealed class DataTablesTests
         var accountSas = _service.GenerateSasUri(TableAccountSasPermissions.List, TableAccountSasResourceTypes.Service | TableAccountSasResourceTypes.Container, DateTimeOffset.UtcNow.AddHours(1));
         var sasService = new TableServiceClient(accountSas);
         Assert.Contains(table.Name, sasService.Query().Select(t => t.Name));
+    }
+
+    /// <summary>
+    /// UseDevelopmentStorage=true against a server of its own on the default port 10002, when that
+    /// port is free (another emulator or test run may hold it; then only the parse test above runs).
+    /// </summary>
+    [Fact]
+    public void UseDevelopmentStorageOnTheDefaultPort()
+    {
+        try
+        {
+            var probe = new System.Net.Sockets.TcpListener(System.Net.IPAddress.Loopback, 10002);
+            probe.Start();
+            probe.Stop();
+        }
+        catch (System.Net.Sockets.SocketException)
+        {
+            return;  // busy: not ours to use
+        }
+        using var server = new ServerFixture(10002);
+        Assert.Equal(10002, server.Port);
+        var dev = new TableServiceClient("UseDevelopmentStorage=true");
+        var table = dev.GetTableClient(ServerFixture.UniqueTable("devport"));
+        table.Create();
+        table.AddEntity(new TableEntity("p", "r") { ["V"] = 1 });
+        Assert.Equal(1, table.Query<TableEntity>(e => e.PartitionKey == "p").Single().GetInt32("V"));
+        var devAccount = Microsoft.WindowsAzure.Storage.CloudStorageAccount.DevelopmentStorageAccount;
+        var legacy = new Microsoft.WindowsAzure.Storage.Table.CloudTableClient(devAccount.TableStorageUri, devAccount.Credentials);
+        Assert.True(legacy.GetTableReference(table.Name).ExistsAsync().GetAwaiter().GetResult());
+        var cosmosAccount = Microsoft.Azure.Cosmos.Table.CloudStorageAccount.Parse("UseDevelopmentStorage=true");
+        var cosmos = new Microsoft.Azure.Cosmos.Table.CloudTableClient(cosmosAccount.TableStorageUri, cosmosAccount.Credentials);
+        Assert.Contains(table.Name, cosmos.ListTables().Select(t => t.Name));
     }
 
     [Fact]

@@ -99,7 +99,8 @@ public static class Sample
     /// <summary>
     /// Whether Azure.Data.Tables and Cosmos.Table write the double so that it reads back bit for bit:
     /// not NaN or ±Infinity (see above), and not -0.0, which Azure.Data.Tables writes as the JSON
-    /// integer token -0 (annotated Edm.Double) whose sign the server does not keep.
+    /// integer token -0 (annotated Edm.Double): an OData reader reads it as the integer 0, so the
+    /// stored double is +0.0.
     /// </summary>
     public static bool ClientWritesExactly(double d) => double.IsFinite(d) && !(d == 0 && double.IsNegative(d));
 

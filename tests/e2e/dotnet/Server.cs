@@ -26,7 +26,11 @@ public sealed class ServerFixture : IDisposable
     public string ConnectionString =>
         $"DefaultEndpointsProtocol=http;AccountName={Account};AccountKey={Key};TableEndpoint={Endpoint};";
 
-    public ServerFixture()
+    public ServerFixture() : this(0) { }
+
+    /// <summary>Starts a server on <paramref name="port"/> (0: a free one). Used directly by a test
+    /// that needs the default port; xunit's fixture uses the public constructor.</summary>
+    internal ServerFixture(int port)
     {
         string bin = Environment.GetEnvironmentVariable("CERULEAN_BIN");
         if (string.IsNullOrEmpty(bin))
@@ -41,7 +45,7 @@ public sealed class ServerFixture : IDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
-        foreach (var a in new[] { "--tableHost", "127.0.0.1", "--tablePort", "0", "--silent", "--inMemoryPersistence" })
+        foreach (var a in new[] { "--tableHost", "127.0.0.1", "--tablePort", port.ToString(), "--silent", "--inMemoryPersistence" })
             psi.ArgumentList.Add(a);
         _process = Process.Start(psi)!;
 
