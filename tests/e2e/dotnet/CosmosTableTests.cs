@@ -59,6 +59,15 @@ public sealed class CosmosTableTests
             .ToList();
         Assert.Equal(new[] { "METABOLISE", "METABOLISM", "METABOLIST" }, starts.Select(e => e.Text));
 
+        // A projection becomes $select; the client fills only the projected members.
+        var texts = words.CreateQuery<CosmosTyped>().Where(e => e.PartitionKey == "M" && e.RowKey.CompareTo("METAL") >= 0)
+            .Select(e => new { e.RowKey, e.Text }).ToList();
+        Assert.Equal("METAL", Assert.Single(texts).Text);
+        var resolved = words.ExecuteQuery(new TableQuery<DynamicTableEntity>().Select(new[] { "Int64" }).Where(
+            TableQuery.GenerateFilterCondition("RowKey", QueryComparisons.Equal, "METAL"))).Single();
+        Assert.Equal(new[] { "Int64" }, resolved.Properties.Keys);
+        Assert.Equal(long.MaxValue, resolved.Properties["Int64"].Int64Value);
+
         // The same through AsTableQuery and segments.
         var segment = words.CreateQuery<CosmosTyped>().Where(e => e.PartitionKey == "M").Take(2).AsTableQuery()
             .ExecuteSegmented(null);

@@ -328,6 +328,77 @@ public sealed class DataTablesTests
     }
 
     [Fact]
+    public void KeysWithQuotesSpacesAndUnicodeInEveryClient()
+    {
+        var table = NewTable("keys");
+        string[] keys = { "O'Brien", "a b", "100%", "x+y&z=1", "caf\u00e9 \u2603", "semi;colon,comma", "(paren)", "''", "\U0001F600" };
+        foreach (var k in keys)
+            table.AddEntity(new TableEntity(k, k) { ["K"] = k });
+        // Control characters, '/', '\\', '#' and '?' are not allowed in keys.
+        foreach (var k in new[] { "tab\tend", "q?s", "back\\slash" })
+        {
+            var refused = Assert.Throws<RequestFailedException>(() => table.AddEntity(new TableEntity(k, "r")));
+            Assert.Equal((400, "OutOfRangeInput"), (refused.Status, refused.ErrorCode));
+        }
+        foreach (var k in keys)
+        {
+            Assert.Equal(k, table.GetEntity<TableEntity>(k, k).Value.GetString("K"));
+            Assert.Equal(k, Assert.Single(table.Query<TableEntity>(e => e.PartitionKey == k && e.RowKey == k)).RowKey);
+        }
+        var cosmos = Microsoft.Azure.Cosmos.Table.CloudStorageAccount.Parse(_server.ConnectionString);
+        var cosmosTable = new Microsoft.Azure.Cosmos.Table.CloudTableClient(cosmos.TableStorageUri, cosmos.Credentials).GetTableReference(table.Name);
+        var legacy = Microsoft.WindowsAzure.Storage.CloudStorageAccount.Parse(_server.ConnectionString);
+        var legacyTable = new Microsoft.WindowsAzure.Storage.Table.CloudTableClient(legacy.TableStorageUri, legacy.Credentials).GetTableReference(table.Name);
+        foreach (var k in keys)
+        {
+            var c = cosmosTable.Execute(Microsoft.Azure.Cosmos.Table.TableOperation.Retrieve<Microsoft.Azure.Cosmos.Table.DynamicTableEntity>(k, k));
+            Assert.Equal(k, ((Microsoft.Azure.Cosmos.Table.DynamicTableEntity)c.Result).Properties["K"].StringValue);
+            cosmosTable.Execute(Microsoft.Azure.Cosmos.Table.TableOperation.Merge(new Microsoft.Azure.Cosmos.Table.DynamicTableEntity(k, k) { ETag = "*" }));
+            var l = legacyTable.ExecuteAsync(Microsoft.WindowsAzure.Storage.Table.TableOperation.Retrieve(k, k)).GetAwaiter().GetResult();
+            Assert.Equal(k, ((Microsoft.WindowsAzure.Storage.Table.DynamicTableEntity)l.Result).Properties["K"].StringValue);
+            legacyTable.ExecuteAsync(Microsoft.WindowsAzure.Storage.Table.TableOperation.Delete(
+                new Microsoft.WindowsAzure.Storage.Table.DynamicTableEntity(k, k) { ETag = "*" })).GetAwaiter().GetResult();
+        }
+        Assert.Empty(table.Query<TableEntity>());
+    }
+
+    [Fact]
+    public void ErrorsTheClientsSee()
+    {
+        var table = NewTable("errors");
+        var exists = Assert.Throws<RequestFailedException>(() => _service.CreateTable(table.Name));
+        Assert.Equal(409, exists.Status);
+        Assert.Equal("TableAlreadyExists", exists.ErrorCode);
+        Assert.Equal(409, table.CreateIfNotExists().GetRawResponse().Status);  // not an exception
+
+        var tooMany = Enumerable.Range(0, 101).Select(i =>
+            new TableTransactionAction(TableTransactionActionType.Add, new TableEntity("p", i.ToString("D3"))));
+        var big = Assert.Throws<TableTransactionFailedException>(() => table.SubmitTransaction(tooMany));
+        Assert.Equal(400, big.Status);
+        Assert.Equal("InvalidInput", big.ErrorCode);
+        var twice = Assert.Throws<TableTransactionFailedException>(() => table.SubmitTransaction(new[]
+        {
+            new TableTransactionAction(TableTransactionActionType.Add, new TableEntity("p", "same")),
+            new TableTransactionAction(TableTransactionActionType.UpsertMerge, new TableEntity("p", "same")),
+        }));
+        Assert.Equal(400, twice.Status);
+        Assert.Equal("InvalidDuplicateRow", twice.ErrorCode);
+        Assert.Empty(table.Query<TableEntity>());
+
+        var bad = Assert.Throws<RequestFailedException>(() => table.AddEntity(new TableEntity("a/b", "r")));
+        Assert.Equal(400, bad.Status);
+        var huge = Assert.Throws<RequestFailedException>(() => table.AddEntity(new TableEntity("p", "big") { ["S"] = new string('x', 32 * 1024 + 1) }));
+        Assert.Equal(400, huge.Status);
+        Assert.Equal("PropertyValueTooLarge", huge.ErrorCode);
+        var badName = Assert.Throws<RequestFailedException>(() => _service.CreateTable("1bad"));
+        Assert.Equal(400, badName.Status);
+        Assert.Equal("InvalidResourceName", badName.ErrorCode);
+        var missingTable = Assert.Throws<RequestFailedException>(() => _service.GetTableClient("nosuchtable0").AddEntity(new TableEntity("p", "r")));
+        Assert.Equal(404, missingTable.Status);
+        Assert.Equal("TableNotFound", missingTable.ErrorCode);
+    }
+
+    [Fact]
     public void SelectProjectsProperties()
     {
         var table = NewTable("select");
