@@ -1,11 +1,33 @@
-// Entity classes shared by the tests: one for each client generation, every EDM type on each.
+// Entity classes shared by the tests: one for each client generation (each derives from or
+// implements its own client's entity type, so the members are declared on each), every EDM type
+// on each, and the sample values they are filled with and checked against.
 using Azure;
 using Azure.Data.Tables;
+using Xunit;
 
 namespace Cerulean.E2E;
 
+/// <summary>The sample members every typed entity class below has.</summary>
+public interface ISampleValues
+{
+    string Text { get; set; }
+    int Int32 { get; set; }
+    long Int64 { get; set; }
+    double Double { get; set; }
+    bool Bool { get; set; }
+    Guid Id { get; set; }
+    DateTimeOffset When { get; set; }
+    DateTime WhenUtc { get; set; }
+    byte[] Bytes { get; set; }
+    string NullText { get; set; }
+    int? NullInt { get; set; }
+    double? NullDouble { get; set; }
+    DateTimeOffset? NullWhen { get; set; }
+    Guid? NullId { get; set; }
+}
+
 /// <summary>Azure.Data.Tables typed entity with every EDM type (and nullable ones left null).</summary>
-public sealed class TypedEntity : ITableEntity
+public sealed class TypedEntity : ITableEntity, ISampleValues
 {
     public string PartitionKey { get; set; }
     public string RowKey { get; set; }
@@ -40,7 +62,7 @@ public sealed class Post : ITableEntity
 }
 
 /// <summary>Cosmos.Table (Microsoft.Azure.Cosmos.Table) typed entity with every EDM type.</summary>
-public sealed class CosmosTyped : Microsoft.Azure.Cosmos.Table.TableEntity
+public sealed class CosmosTyped : Microsoft.Azure.Cosmos.Table.TableEntity, ISampleValues
 {
     public CosmosTyped() { }
     public CosmosTyped(string pk, string rk) : base(pk, rk) { }
@@ -61,7 +83,7 @@ public sealed class CosmosTyped : Microsoft.Azure.Cosmos.Table.TableEntity
 }
 
 /// <summary>WindowsAzure.Storage typed entity with every EDM type.</summary>
-public sealed class LegacyTyped : Microsoft.WindowsAzure.Storage.Table.TableEntity
+public sealed class LegacyTyped : Microsoft.WindowsAzure.Storage.Table.TableEntity, ISampleValues
 {
     public LegacyTyped() { }
     public LegacyTyped(string pk, string rk) : base(pk, rk) { }
@@ -107,12 +129,44 @@ public static class Sample
     public static void InsertWithLegacyClient(string connectionString, string table, string pk, string rk, double d) =>
         Microsoft.WindowsAzure.Storage.CloudStorageAccount.Parse(connectionString).CreateCloudTableClient()
             .GetTableReference(table)
-            .ExecuteAsync(Microsoft.WindowsAzure.Storage.Table.TableOperation.Insert(LegacyStorageTests.NewTyped(pk, rk, d)))
+            .ExecuteAsync(Microsoft.WindowsAzure.Storage.Table.TableOperation.Insert(Fill(new LegacyTyped(pk, rk), d)))
             .GetAwaiter().GetResult();
 
-    public static TypedEntity Typed(string pk, string rk, double d) => new()
+    public const string Text = "hé \"quoted\" 'single' \u2603";
+
+    /// <summary>Sets the sample values (nullable members stay null) and <paramref name="d"/>.</summary>
+    public static T Fill<T>(T e, double d) where T : ISampleValues
     {
-        PartitionKey = pk, RowKey = rk, Text = "hé \"quoted\" 'single' \u2603", Int32 = int.MinValue, Int64 = long.MaxValue,
-        Double = d, Bool = true, Id = Id, When = When, WhenUtc = WhenUtc, Bytes = Bytes,
-    };
+        e.Text = Text;
+        e.Int32 = int.MinValue;
+        e.Int64 = long.MaxValue;
+        e.Double = d;
+        e.Bool = true;
+        e.Id = Id;
+        e.When = When;
+        e.WhenUtc = WhenUtc;
+        e.Bytes = Bytes;
+        return e;
+    }
+
+    public static TypedEntity Typed(string pk, string rk, double d) => Fill(new TypedEntity { PartitionKey = pk, RowKey = rk }, d);
+
+    /// <summary>Checks every member read back exactly: doubles bit for bit, times to the 100 ns tick.</summary>
+    public static void AssertRoundTrip(double d, ISampleValues e)
+    {
+        Assert.Equal(Text, e.Text);
+        Assert.Equal(int.MinValue, e.Int32);
+        Assert.Equal(long.MaxValue, e.Int64);
+        Assert.Equal(BitConverter.DoubleToInt64Bits(d), BitConverter.DoubleToInt64Bits(e.Double));
+        Assert.True(e.Bool);
+        Assert.Equal(Id, e.Id);
+        Assert.Equal(When.UtcTicks, e.When.UtcTicks);
+        Assert.Equal(WhenUtc.Ticks, e.WhenUtc.ToUniversalTime().Ticks);
+        Assert.Equal(Bytes, e.Bytes);
+        Assert.Null(e.NullText);
+        Assert.Null(e.NullInt);
+        Assert.Null(e.NullDouble);
+        Assert.Null(e.NullWhen);
+        Assert.Null(e.NullId);
+    }
 }

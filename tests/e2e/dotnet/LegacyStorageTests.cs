@@ -40,29 +40,7 @@ public sealed class LegacyStorageTests
         return all;
     }
 
-    internal static LegacyTyped NewTyped(string pk, string rk, double d) => new(pk, rk)
-    {
-        Text = "hé \"quoted\" 'single' \u2603", Int32 = int.MinValue, Int64 = long.MaxValue, Double = d, Bool = true,
-        Id = Sample.Id, When = Sample.When, WhenUtc = Sample.WhenUtc, Bytes = Sample.Bytes,
-    };
-
-    static void AssertRoundTrip(double d, LegacyTyped e)
-    {
-        Assert.Equal("hé \"quoted\" 'single' \u2603", e.Text);
-        Assert.Equal(int.MinValue, e.Int32);
-        Assert.Equal(long.MaxValue, e.Int64);
-        Assert.Equal(BitConverter.DoubleToInt64Bits(d), BitConverter.DoubleToInt64Bits(e.Double));
-        Assert.True(e.Bool);
-        Assert.Equal(Sample.Id, e.Id);
-        Assert.Equal(Sample.When.UtcTicks, e.When.UtcTicks);
-        Assert.Equal(Sample.WhenUtc.Ticks, e.WhenUtc.ToUniversalTime().Ticks);
-        Assert.Equal(Sample.Bytes, e.Bytes);
-        Assert.Null(e.NullText);
-        Assert.Null(e.NullInt);
-        Assert.Null(e.NullDouble);
-        Assert.Null(e.NullWhen);
-        Assert.Null(e.NullId);
-    }
+    static LegacyTyped NewTyped(string pk, string rk, double d) => Sample.Fill(new LegacyTyped(pk, rk), d);
 
     [Theory]
     [InlineData(TablePayloadFormat.Json)]
@@ -79,11 +57,11 @@ public sealed class LegacyStorageTests
         var inserted = await table.ExecuteBatchAsync(batch);
         Assert.Equal(Enumerable.Range(0, Sample.Doubles.Length).Select(i => i % 2 == 0 ? 201 : 204), inserted.Select(r => r.HttpStatusCode));
         for (int i = 0; i < Sample.Doubles.Length; i++)
-            AssertRoundTrip(Sample.Doubles[i], (LegacyTyped)(await table.ExecuteAsync(TableOperation.Retrieve<LegacyTyped>("p", $"r{i}"))).Result);
+            Sample.AssertRoundTrip(Sample.Doubles[i], (LegacyTyped)(await table.ExecuteAsync(TableOperation.Retrieve<LegacyTyped>("p", $"r{i}"))).Result);
         var queried = await All(new TableQuery<LegacyTyped>(), table);
         Assert.Equal(Sample.Doubles.Length, queried.Count);
         foreach (var e in queried)
-            AssertRoundTrip(Sample.Doubles[int.Parse(e.RowKey[1..])], e);
+            Sample.AssertRoundTrip(Sample.Doubles[int.Parse(e.RowKey[1..])], e);
 
         var dynamic = (DynamicTableEntity)(await table.ExecuteAsync(TableOperation.Retrieve("p", "r4"))).Result;
         if (format != TablePayloadFormat.JsonNoMetadata)
