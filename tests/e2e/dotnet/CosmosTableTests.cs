@@ -282,6 +282,23 @@ public sealed class CosmosTableTests
         var noDelete = Assert.Throws<Azure.RequestFailedException>(() => modern.DeleteEntity("p", "r1"));
         Assert.Equal(403, noDelete.Status);
 
+        // An account SAS from this client, used by the new client to list tables and read entities.
+        var account = CloudStorageAccount.Parse(_server.ConnectionString);
+        string accountSas = account.GetSharedAccessSignature(new SharedAccessAccountPolicy
+        {
+            Permissions = SharedAccessAccountPermissions.List | SharedAccessAccountPermissions.Read,
+            Services = SharedAccessAccountServices.Table,
+            ResourceTypes = SharedAccessAccountResourceTypes.Service | SharedAccessAccountResourceTypes.Container | SharedAccessAccountResourceTypes.Object,
+            SharedAccessExpiryTime = DateTimeOffset.UtcNow.AddHours(1),
+            Protocols = SharedAccessProtocol.HttpsOrHttp,
+        });
+        var accountClient = new Azure.Data.Tables.TableServiceClient(new Uri(_server.Endpoint), new Azure.AzureSasCredential(accountSas));
+        Assert.Contains(table.Name, accountClient.Query().Select(t => t.Name));
+        Assert.Equal(5, accountClient.GetTableClient(table.Name).Query<Azure.Data.Tables.TableEntity>().Count());
+        var readOnly = Assert.Throws<Azure.RequestFailedException>(() =>
+            accountClient.GetTableClient(table.Name).AddEntity(new Azure.Data.Tables.TableEntity("p", "new")));
+        Assert.Equal(403, readOnly.Status);
+
         // A SAS the old client signs itself, without a stored policy.
         string adhoc = table.GetSharedAccessSignature(new SharedAccessTablePolicy
         {

@@ -247,6 +247,32 @@ public sealed class DataTablesTests
     }
 
     [Fact]
+    public async Task LinqOperatorsAsTheClientWritesThem()
+    {
+        var table = NewTable("ops");
+        await table.SubmitTransactionAsync(Enumerable.Range(0, 10).Select(i => new TableTransactionAction(
+            TableTransactionActionType.Add,
+            new TableEntity("p", i.ToString("D2")) { ["N"] = i, ["L"] = (long)i << 40, ["D"] = i / 4.0, ["B"] = i % 2 == 0, ["S"] = $"s{i}" })));
+        string[] Keys(System.Linq.Expressions.Expression<Func<TableEntity, bool>> f) =>
+            table.Query(f).Select(e => e.RowKey).ToArray();
+        static string[] K(params int[] n) => n.Select(i => i.ToString("D2")).ToArray();
+        int five = 5;
+        long big = 3L << 40;
+        Assert.Equal(K(6, 7, 8, 9), Keys(e => e.GetInt32("N") > five));
+        Assert.Equal(K(0, 1, 2, 3, 4, 5), Keys(e => !(e.GetInt32("N") > 5)));
+        Assert.Equal(K(0, 9), Keys(e => e.GetInt32("N") == 0 || e.RowKey == "09"));
+        Assert.Equal(K(3, 4, 5, 6, 7, 8, 9), Keys(e => e.GetInt64("L") >= big));
+        Assert.Equal(K(0, 1, 3, 4, 5, 6, 7, 8, 9), Keys(e => e.GetDouble("D") != 0.5));
+        Assert.Equal(K(2, 4), Keys(e => e.GetBoolean("B") == true && e.GetInt32("N") >= 1 && e.GetInt32("N") <= 4));
+        Assert.Equal(K(1, 3), Keys(e => e.GetBoolean("B") == false && e.GetInt32("N") < 5));
+        Assert.Equal(K(7), Keys(e => e.GetString("S") == "s7"));
+        Assert.Equal(K(8, 9), Keys(e => e.GetString("S").CompareTo("s8") >= 0 && (e.PartitionKey == "p" || e.PartitionKey == "q")));
+        // Missing properties compare false, also with ne.
+        Assert.Empty(Keys(e => e.GetInt32("Missing") != 1));
+        Assert.Equal(K(Enumerable.Range(0, 10).ToArray()), Keys(e => !(e.GetInt32("Missing") == 1)));
+    }
+
+    [Fact]
     public async Task PagingWithContinuation()
     {
         var table = NewTable("paging");
