@@ -26,6 +26,23 @@ std::optional<CmpOp> ToCmpOp(std::string_view word) {
   return std::nullopt;
 }
 
+// The Boolean constants, in any letter case: Azure reads `True` and `TRUE` (which query
+// builders such as Azure Storage Explorer's have written) as `true`.
+std::optional<bool> BooleanLiteral(std::string_view word) {
+  auto is = [word](std::string_view lower) {
+    if (word.size() != lower.size()) return false;
+    for (size_t i = 0; i < word.size(); ++i) {
+      char c = word[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != lower[i]) return false;
+    }
+    return true;
+  };
+  if (is("true")) return true;
+  if (is("false")) return false;
+  return std::nullopt;
+}
+
 bool IsKeyword(std::string_view word) {
   return word == "and" || word == "or" || word == "not" || word == "null" || word == "true" ||
          word == "false" || ToCmpOp(word).has_value();
@@ -139,8 +156,8 @@ class Parser {
       return out;
     }
     if (t.kind != TokenKind::kIdentifier) return Error("expected property or literal");
-    if (t.text == "true" || t.text == "false") {
-      out.literal = Value::Boolean(t.text == "true");
+    if (auto b = BooleanLiteral(t.text)) {
+      out.literal = Value::Boolean(*b);
       Next();
       return out;
     }

@@ -68,6 +68,12 @@ TEST_CASE("parser: filters to S-expressions") {
        "(or (and true (eq RowKey 'settings')) (or false (eq PartitionKey 'x')))"},
       {"Flag eq true", "(eq Flag true)"},
       {"false ne Flag", "(ne Flag false)"},
+      // Boolean constants in any letter case (Azure Storage Explorer writes `True`).
+      {"Flag eq True", "(eq Flag true)"},
+      {"Flag eq TRUE", "(eq Flag true)"},
+      {"Flag ne False", "(ne Flag false)"},
+      {"FALSE or Flag eq fAlSe", "(or false (eq Flag false))"},
+      {"not TRUE", "(not true)"},
       // Literals of every type.
       {"A eq 'it''s'", "(eq A 'it''s')"},
       {"A eq ''", "(eq A '')"},
@@ -115,7 +121,7 @@ TEST_CASE("parser: filters to S-expressions") {
       {"andy eq 1", "(eq andy 1)"},
       {"notes", "notes"},
       {"X eq 1", "(eq X 1)"},
-      {"TRUE", "TRUE"},
+      {"TRUE", "true"},  // a Boolean constant in any case, not a property
       {"Timestamp gt datetime'2024-01-01T00:00:00.0000001Z'",
        "(gt Timestamp datetime'2024-01-01T00:00:00.0000001Z')"},
   };
@@ -161,7 +167,6 @@ TEST_CASE("parser: errors carry a position") {
       {"A EQ 1", "expected 'and', 'or' or end of filter at 2"},
       {"A eq 1 AND B eq 2", "expected 'and', 'or' or end of filter at 7"},
       {"A eq 1 eq 2", "expected 'and', 'or' or end of filter at 7"},
-      {"A eq True", "cannot compare property 'A' with a property at 2"},
       {"A eq NULL", "cannot compare property 'A' with a property at 2"},
       {"startswith(RowKey,'a')", "function 'startswith' is not supported at 0"},
       {"Age add 1 gt 5", "expected 'and', 'or' or end of filter at 4"},

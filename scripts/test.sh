@@ -9,7 +9,7 @@
 # exits non-zero without reporting a failure counts as one failure).
 #
 #   bash scripts/test.sh                 # everything
-#   bash scripts/test.sh unit node       # only some suites (unit, node, python, browser, container)
+#   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser, container)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -174,6 +174,9 @@ else
   fi
   if wants python && [[ -f tests/e2e/python/run.sh ]]; then
     run_suite e2e-python "$e2e_timeout" bash tests/e2e/python/run.sh
+  fi
+  if wants dotnet && [[ -f tests/e2e/dotnet/run.sh ]]; then
+    run_suite e2e-dotnet "$e2e_timeout" bash tests/e2e/dotnet/run.sh
   fi
   if wants browser && [[ -f tests/e2e/browser/run.js ]]; then
     run_suite e2e-browser "$e2e_timeout" node tests/e2e/browser/run.js

@@ -703,8 +703,10 @@ std::string ETagFor(int64_t ticks) {
 }
 
 std::optional<int64_t> ParseETag(std::string_view etag) {
-  static constexpr std::string_view kPrefix = "W/\"datetime'";
+  static constexpr std::string_view kPrefix = "/\"datetime'";  // after the W
   static constexpr std::string_view kSuffix = "'\"";
+  if (etag.empty() || (etag[0] != 'W' && etag[0] != 'w')) return std::nullopt;
+  etag.remove_prefix(1);
   if (!etag.starts_with(kPrefix) || !etag.ends_with(kSuffix) ||
       etag.size() < kPrefix.size() + kSuffix.size()) {
     return std::nullopt;
@@ -713,7 +715,7 @@ std::optional<int64_t> ParseETag(std::string_view etag) {
       PercentDecode(etag.substr(kPrefix.size(), etag.size() - kPrefix.size() - kSuffix.size()));
   if (!inner) return std::nullopt;
   auto ticks = storage::ParseDateTime(*inner);
-  if (!ticks || ETagFor(*ticks) != etag) return std::nullopt;
+  if (!ticks || std::string_view(ETagFor(*ticks)).substr(1) != etag) return std::nullopt;
   return ticks;
 }
 

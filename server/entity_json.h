@@ -58,7 +58,8 @@ std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* tab
 std::string ETagFor(int64_t ticks);
 // Appends ETagFor(ticks) to *out.
 void AppendETag(std::string* out, int64_t ticks);
-// The ticks of a canonical ETag produced by ETagFor, or nullopt.
+// The ticks of a canonical ETag produced by ETagFor, or nullopt. The weak prefix may be
+// written `w/`, as HTTP stacks such as .NET's accept it.
 std::optional<int64_t> ParseETag(std::string_view etag);
 
 // Where an entity or table lives, for odata.metadata/id/editLink.

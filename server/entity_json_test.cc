@@ -106,6 +106,20 @@ TEST_CASE("typing of unannotated and annotated values") {
   CHECK(e.Find("Timestamp") == nullptr);
 }
 
+TEST_CASE("null with an explicit type is accepted and not stored") {
+  // Azure stores no nulls: a typed null (as the .NET clients send for DateTime? or double?
+  // members) is read like an untyped one, while its type name must still be valid.
+  Entity e = MustParse(
+      R"({"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":null,)"
+      R"("X":null,"X@odata.type":"Edm.Double","G@odata.type":"Edm.Guid","G":null,"K":1})");
+  CHECK(e.Find("D") == nullptr);
+  CHECK(e.Find("X") == nullptr);
+  CHECK(e.Find("G") == nullptr);
+  CHECK(e.Find("K")->int32() == 1);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Nope","A":null})") ==
+        AzureError::kInvalidInput);
+}
+
 TEST_CASE("body errors") {
   CHECK(ParseError("not json") == AzureError::kInvalidInput);
   CHECK(ParseError("[1]") == AzureError::kInvalidInput);
@@ -418,6 +432,12 @@ TEST_CASE("ETags") {
   CHECK(ETagFor(t) == "W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"");
   CHECK(ParseETag(ETagFor(t)) == t);
   CHECK_FALSE(ParseETag("W/\"wrong\"").has_value());
+  // A lower-case weak prefix names the same ETag.
+  std::string lower = ETagFor(t);
+  lower[0] = 'w';
+  CHECK(ParseETag(lower) == t);
+  CHECK_FALSE(ParseETag("x/" + ETagFor(t).substr(2)).has_value());
+  CHECK_FALSE(ParseETag("").has_value());
   CHECK_FALSE(ParseETag("W/\"datetime'2021-10-15T16%3A13%3A24.09143020Z'\"").has_value());
 }
 
@@ -453,6 +473,15 @@ TEST_CASE("resource paths") {
   CHECK(ParseResourcePath("/orders(RowKey='1',PartitionKey='a')", &p)->error ==
         AzureError::kInvalidInput);
   CHECK(ParseResourcePath("/orders/extra", &p)->error == AzureError::kInvalidUri);
+  // One trailing slash names the same resource; two do not.
+  CHECK_FALSE(ParseResourcePath("/Tables/", &p));
+  CHECK(p.kind == ResourceKind::kTables);
+  CHECK_FALSE(ParseResourcePath("/Tables('orders')/", &p));
+  CHECK(p.kind == ResourceKind::kTable);
+  CHECK(p.table == "orders");
+  CHECK_FALSE(ParseResourcePath("/orders/", &p));
+  CHECK(p.kind == ResourceKind::kEntities);
+  CHECK(ParseResourcePath("/Tables//", &p)->error == AzureError::kInvalidUri);
 }
 
 TEST_CASE("format negotiation") {

@@ -535,6 +535,8 @@ std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* ou
     return std::nullopt;
   }
   if (s.front() == '/') s.remove_prefix(1);
+  // One trailing slash is accepted, as Azure does (`POST /account/Tables/`).
+  if (s.size() > 1 && s.back() == '/') s.remove_suffix(1);
   size_t paren = s.find('(');
   std::string_view name = s.substr(0, paren);
   if (name.empty() || name.find('/') != std::string_view::npos) return invalid_uri;

@@ -54,7 +54,9 @@ std::optional<ErrorReply> ParseIfMatch(std::string_view value, std::optional<int
     *out = std::nullopt;
     return std::nullopt;
   }
-  if (value.size() >= 4 && value.starts_with("W/\"") && value.ends_with("\"")) {
+  // The weak prefix is read case-insensitively: `w/"..."` is compared like `W/"..."`.
+  if (value.size() >= 4 && (value.starts_with("W/\"") || value.starts_with("w/\"")) &&
+      value.ends_with("\"")) {
     *out = ParseETag(value).value_or(-1);
     return std::nullopt;
   }

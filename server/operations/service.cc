@@ -85,7 +85,12 @@ void ApplyCorsHeaders(const ServerContext& ctx, const Request& req, HttpResponse
   if (origin.empty()) return;
   ServiceProperties props = LoadServiceProperties(ctx, req.account);
   const CorsRule* rule = MatchCorsRule(props, origin, req.http.method_string());
-  if (rule == nullptr) return;
+  if (rule == nullptr) {
+    // The answer depends on Origin whenever the account has rules, so caches must
+    // key on it even when this origin matched none (Azure's "how the Vary header is set").
+    if (!props.cors.empty()) res.set(http::field::vary, "Origin");
+    return;
+  }
   bool any_origin = rule->allowed_origins.size() == 1 && rule->allowed_origins[0] == "*";
   res.set("Access-Control-Allow-Origin", any_origin ? std::string_view("*") : origin);
   // Expose the rule's headers; prefix and '*' rules expand to the response's
