@@ -11,6 +11,7 @@
 #include <cassert>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -36,7 +37,7 @@ std::string CacheSizePragma(int64_t bytes) {
 
 // PRAGMA user_version of the schema below. persistent: never renumber; a
 // schema change adds a version and a migration step in Init().
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 // persistent: the on-disk schema of version 1 (storage/README.md).
 constexpr const char* kSchemaV1[] = {
@@ -68,6 +69,39 @@ constexpr const char* kSchemaV1[] = {
     "  service_properties TEXT NOT NULL) WITHOUT ROWID",
     // Ids of dropped tables whose entity rows are not yet all deleted.
     "CREATE TABLE doomed_tables(table_id INTEGER PRIMARY KEY)",
+};
+
+// persistent: added by version 2, snapshots (storage/README.md).
+constexpr const char* kSchemaV2[] = {
+    "CREATE TABLE snapshots("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  account TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  created INTEGER NOT NULL,"  // DateTime ticks
+    "  service_properties TEXT)",  // NULL: the account had none
+    "CREATE UNIQUE INDEX snapshots_by_name ON snapshots(account, name)",
+    // One row per table saved; ord numbers the tables of a snapshot.
+    // (live_id, live_writes, live_incarnation): the live table that still
+    // holds exactly the saved rows while its write count is live_writes in
+    // the store incarnation live_incarnation (SqliteStore::table_writes_).
+    "CREATE TABLE snapshot_tables("
+    "  snapshot_id INTEGER NOT NULL,"
+    "  ord INTEGER NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  acl TEXT NOT NULL,"
+    "  entities INTEGER NOT NULL,"
+    "  live_id INTEGER NOT NULL,"
+    "  live_writes INTEGER NOT NULL,"
+    "  live_incarnation INTEGER NOT NULL,"
+    "  PRIMARY KEY(snapshot_id, ord)) WITHOUT ROWID",
+    "CREATE TABLE snapshot_entities("
+    "  snapshot_id INTEGER NOT NULL,"
+    "  ord INTEGER NOT NULL,"
+    "  pk BLOB NOT NULL,"
+    "  rk BLOB NOT NULL,"
+    "  ts INTEGER NOT NULL,"
+    "  props BLOB NOT NULL,"
+    "  PRIMARY KEY(snapshot_id, ord, pk, rk)) WITHOUT ROWID",
 };
 
 // Table names are ASCII; other bytes are left as they are.
@@ -485,7 +519,12 @@ void BindRange(Stmt* stmt, const std::optional<KeyBound>& lower,
 
 }  // namespace
 
-SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
+SqliteStore::SqliteStore(const SqliteStoreOptions& options)
+    : options_(options),
+      // Stored as an SQLite INTEGER: 63 bits.
+      incarnation_(((static_cast<uint64_t>(std::random_device{}()) << 32) ^
+                    static_cast<uint64_t>(NowTicks())) &
+                   0x7fffffffffffffff) {}
 
 namespace {
 // Sets `*stopping` under `mu`, wakes `cv`'s waiters and joins `thread`.
@@ -623,9 +662,14 @@ Status SqliteStore::Init() {
     return Status::Corruption("database schema version " + std::to_string(version) +
                               " is newer than supported " + std::to_string(kSchemaVersion));
   }
-  if (version == 0) {
+  if (version < kSchemaVersion) {
     s = w->Exec("BEGIN IMMEDIATE");
-    for (const char* sql : kSchemaV1) {
+    if (version < 1) {
+      for (const char* sql : kSchemaV1) {
+        if (s.ok()) s = w->Exec(sql);
+      }
+    }
+    for (const char* sql : kSchemaV2) {
       if (s.ok()) s = w->Exec(sql);
     }
     if (s.ok()) s = w->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
@@ -1249,6 +1293,7 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
     if (!s.ok()) return s;
   }
   *wrote = true;
+  ++table_writes_[id];  // before any row changes: a failure below only over-counts
   for (size_t i = 0; i < ops.size(); ++i) {
     const Planned& plan = planned[i];
     const bool insert = ops[i].kind == WriteKind::kInsert;
@@ -1816,6 +1861,321 @@ Result<uint64_t> SqliteStore::CountPendingReapsForTesting() {
   int rc = stmt.Step();
   if (rc != SQLITE_ROW) return SqlStatus(lease.conn()->db, rc, "count");
   return static_cast<uint64_t>(stmt.ColumnInt64(0));
+}
+
+
+// ---------------------------------------------------------------------------
+// Snapshots (storage/README.md, "Snapshots").
+
+namespace {
+
+// Runs `stmt` to completion.
+Status RunToDone(sqlite3* db, Stmt& stmt, std::string_view what) {
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+  }
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, what);
+}
+
+// The id of snapshot `name` of `account`, or kNotFound.
+template <typename Conn>
+Status LookupSnapshot(Conn* w, const std::string& account,
+                      const std::string& name, int64_t* id) {
+  Stmt stmt;
+  Status s = w->Prepare("SELECT id FROM snapshots WHERE account = ?1 AND name = ?2", &stmt);
+  if (!s.ok()) return s;
+  stmt.BindText(1, account);
+  stmt.BindText(2, name);
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return Status::NotFound("snapshot " + name);
+  if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "lookup snapshot");
+  *id = stmt.ColumnInt64(0);
+  return Status::Ok();
+}
+
+// Deletes snapshot `id` and its rows.
+template <typename Conn>
+Status DropSnapshot(Conn* w, int64_t id) {
+  for (const char* sql : {"DELETE FROM snapshot_entities WHERE snapshot_id = ?1",
+                          "DELETE FROM snapshot_tables WHERE snapshot_id = ?1",
+                          "DELETE FROM snapshots WHERE id = ?1"}) {
+    Stmt stmt;
+    Status s = w->Prepare(sql, &stmt);
+    if (!s.ok()) return s;
+    stmt.BindInt64(1, id);
+    s = RunToDone(w->db, stmt, "delete snapshot");
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SqliteStore::SaveSnapshot(const std::string& account, const std::string& name,
+                                 SnapshotInfo* info) {
+  SnapshotInfo saved;
+  saved.name = name;
+  Status status = WriteTransaction([&](Connection* w) {
+    int64_t old_id = 0;
+    Status s = LookupSnapshot(w, account, name, &old_id);
+    if (s.ok()) s = DropSnapshot(w, old_id);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+    saved.created = NowTicks();
+    int64_t id = 0;
+    {
+      Stmt stmt;
+      s = w->Prepare(
+          "INSERT INTO snapshots(account, name, created, service_properties) "
+          "SELECT ?1, ?2, ?3, (SELECT service_properties FROM accounts WHERE account = ?1)",
+          &stmt);
+      if (!s.ok()) return s;
+      stmt.BindText(1, account);
+      stmt.BindText(2, name);
+      stmt.BindInt64(3, saved.created);
+      s = RunToDone(w->db, stmt, "save snapshot");
+      if (!s.ok()) return s;
+      id = sqlite3_last_insert_rowid(w->db);
+    }
+    struct Table {
+      int64_t id;
+      std::string name, acl;
+    };
+    std::vector<Table> tables;
+    {
+      Stmt stmt;
+      s = w->Prepare("SELECT id, name, acl FROM tables WHERE account = ?1 ORDER BY id", &stmt);
+      if (!s.ok()) return s;
+      stmt.BindText(1, account);
+      int rc;
+      while ((rc = stmt.Step()) == SQLITE_ROW) {
+        tables.push_back(
+            {stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)), std::string(stmt.ColumnText(2))});
+      }
+      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "list tables");
+    }
+    for (size_t ord = 0; ord < tables.size(); ++ord) {
+      const Table& t = tables[ord];
+      Stmt copy;
+      s = w->Prepare(
+          "INSERT INTO snapshot_entities(snapshot_id, ord, pk, rk, ts, props) "
+          "SELECT ?1, ?2, pk, rk, ts, props FROM entities WHERE table_id = ?3",
+          &copy);
+      if (!s.ok()) return s;
+      copy.BindInt64(1, id);
+      copy.BindInt64(2, static_cast<int64_t>(ord));
+      copy.BindInt64(3, t.id);
+      s = RunToDone(w->db, copy, "save snapshot rows");
+      if (!s.ok()) return s;
+      int64_t rows = sqlite3_changes64(w->db);
+      Stmt row;
+      s = w->Prepare(
+          "INSERT INTO snapshot_tables(snapshot_id, ord, name, acl, entities, live_id, "
+          "live_writes, live_incarnation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+          &row);
+      if (!s.ok()) return s;
+      auto writes = table_writes_.find(t.id);
+      row.BindInt64(1, id);
+      row.BindInt64(2, static_cast<int64_t>(ord));
+      row.BindText(3, t.name);
+      row.BindText(4, t.acl);
+      row.BindInt64(5, rows);
+      row.BindInt64(6, t.id);
+      row.BindInt64(7, writes == table_writes_.end() ? 0 : static_cast<int64_t>(writes->second));
+      row.BindInt64(8, static_cast<int64_t>(incarnation_));
+      s = RunToDone(w->db, row, "save snapshot table");
+      if (!s.ok()) return s;
+      saved.tables += 1;
+      saved.entities += static_cast<uint64_t>(rows);
+    }
+    return Status::Ok();
+  });
+  if (status.ok() && info != nullptr) *info = std::move(saved);
+  return status;
+}
+
+Status SqliteStore::RestoreSnapshot(const std::string& account, const std::string& name,
+                                    RestoreStats* stats) {
+  RestoreStats done;
+  bool doomed = false;
+  Status status = WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (!s.ok()) return s;
+    struct Saved {
+      int64_t ord;
+      std::string name, acl;
+      int64_t entities, live_id, live_writes, live_incarnation;
+      bool kept = false;
+    };
+    std::vector<Saved> saved;
+    {
+      Stmt stmt;
+      s = w->Prepare(
+          "SELECT ord, name, acl, entities, live_id, live_writes, live_incarnation "
+          "FROM snapshot_tables WHERE snapshot_id = ?1 ORDER BY ord",
+          &stmt);
+      if (!s.ok()) return s;
+      stmt.BindInt64(1, id);
+      int rc;
+      while ((rc = stmt.Step()) == SQLITE_ROW) {
+        saved.push_back({stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)),
+                         std::string(stmt.ColumnText(2)), stmt.ColumnInt64(3),
+                         stmt.ColumnInt64(4), stmt.ColumnInt64(5), stmt.ColumnInt64(6)});
+      }
+      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "read snapshot");
+    }
+    // Live tables: kept iff still exactly the saved one, else dropped.
+    std::unordered_map<int64_t, std::string> live;  // id -> name
+    {
+      Stmt stmt;
+      s = w->Prepare("SELECT id, name FROM tables WHERE account = ?1", &stmt);
+      if (!s.ok()) return s;
+      stmt.BindText(1, account);
+      int rc;
+      while ((rc = stmt.Step()) == SQLITE_ROW) {
+        live.emplace(stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)));
+      }
+      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "list tables");
+    }
+    for (Saved& t : saved) {
+      auto it = live.find(t.live_id);
+      auto writes = table_writes_.find(t.live_id);
+      uint64_t count = writes == table_writes_.end() ? 0 : writes->second;
+      t.kept = it != live.end() && it->second == t.name &&
+               static_cast<uint64_t>(t.live_incarnation) == incarnation_ &&
+               static_cast<uint64_t>(t.live_writes) == count;
+      if (t.kept) live.erase(it);
+    }
+    for (const auto& [table_id, table_name] : live) {
+      for (const char* sql : {"INSERT INTO doomed_tables(table_id) VALUES (?1)",
+                              "DELETE FROM tables WHERE id = ?1"}) {
+        Stmt stmt;
+        s = w->Prepare(sql, &stmt);
+        if (!s.ok()) return s;
+        stmt.BindInt64(1, table_id);
+        s = RunToDone(w->db, stmt, "drop table");
+        if (!s.ok()) return s;
+      }
+      doomed = true;
+    }
+    for (const Saved& t : saved) {
+      if (t.kept) {
+        Stmt stmt;
+        s = w->Prepare("UPDATE tables SET acl = ?2 WHERE id = ?1", &stmt);
+        if (!s.ok()) return s;
+        stmt.BindInt64(1, t.live_id);
+        stmt.BindText(2, t.acl);
+        s = RunToDone(w->db, stmt, "restore acl");
+        if (!s.ok()) return s;
+        done.tables_kept += 1;
+        continue;
+      }
+      // A fresh table id (AUTOINCREMENT: above every other), so the copy
+      // appends to the end of the entities B-tree.
+      int64_t table_id = 0;
+      {
+        Stmt stmt;
+        s = w->Prepare(
+            "INSERT INTO tables(account, name, name_lower, name_key, acl) "
+            "VALUES (?1, ?2, ?3, ?4, ?5)",
+            &stmt);
+        if (!s.ok()) return s;
+        stmt.BindText(1, account);
+        stmt.BindText(2, t.name);
+        stmt.BindText(3, LowerAscii(t.name));
+        stmt.BindBlob(4, EncodeKey(t.name));
+        stmt.BindText(5, t.acl);
+        s = RunToDone(w->db, stmt, "restore table");
+        if (!s.ok()) return s;
+        table_id = sqlite3_last_insert_rowid(w->db);
+      }
+      {
+        Stmt stmt;
+        s = w->Prepare(
+            "INSERT INTO entities(table_id, pk, rk, ts, props) "
+            "SELECT ?1, pk, rk, ts, props FROM snapshot_entities "
+            "WHERE snapshot_id = ?2 AND ord = ?3",
+            &stmt);
+        if (!s.ok()) return s;
+        stmt.BindInt64(1, table_id);
+        stmt.BindInt64(2, id);
+        stmt.BindInt64(3, t.ord);
+        s = RunToDone(w->db, stmt, "restore rows");
+        if (!s.ok()) return s;
+        done.entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
+      }
+      {
+        // The new table holds exactly the saved rows: the next restore of
+        // this snapshot keeps it unless it is written meanwhile.
+        Stmt stmt;
+        s = w->Prepare(
+            "UPDATE snapshot_tables SET live_id = ?3, live_writes = 0, live_incarnation = ?4 "
+            "WHERE snapshot_id = ?1 AND ord = ?2",
+            &stmt);
+        if (!s.ok()) return s;
+        stmt.BindInt64(1, id);
+        stmt.BindInt64(2, t.ord);
+        stmt.BindInt64(3, table_id);
+        stmt.BindInt64(4, static_cast<int64_t>(incarnation_));
+        s = RunToDone(w->db, stmt, "restore snapshot table");
+        if (!s.ok()) return s;
+      }
+      done.tables_copied += 1;
+    }
+    Stmt props;
+    s = w->Prepare(
+        "INSERT OR REPLACE INTO accounts(account, service_properties) "
+        "SELECT ?1, service_properties FROM snapshots WHERE id = ?2 AND service_properties "
+        "IS NOT NULL",
+        &props);
+    if (!s.ok()) return s;
+    props.BindText(1, account);
+    props.BindInt64(2, id);
+    s = RunToDone(w->db, props, "restore service properties");
+    if (!s.ok()) return s;
+    if (sqlite3_changes64(w->db) == 0) {
+      Stmt clear;
+      s = w->Prepare("DELETE FROM accounts WHERE account = ?1", &clear);
+      if (!s.ok()) return s;
+      clear.BindText(1, account);
+      s = RunToDone(w->db, clear, "restore service properties");
+    }
+    return s;
+  });
+  if (doomed) WakeReaper();
+  if (status.ok() && stats != nullptr) *stats = done;
+  return status;
+}
+
+Status SqliteStore::ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) {
+  out->clear();
+  ReadLease lease(this);
+  Connection* c = lease.conn();
+  Stmt stmt;
+  Status s = c->Prepare(
+      "SELECT s.name, s.created, COUNT(t.ord), COALESCE(SUM(t.entities), 0) FROM snapshots s "
+      "LEFT JOIN snapshot_tables t ON t.snapshot_id = s.id WHERE s.account = ?1 "
+      "GROUP BY s.id ORDER BY s.name",
+      &stmt);
+  if (!s.ok()) return s;
+  stmt.BindText(1, account);
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    out->push_back({std::string(stmt.ColumnText(0)), stmt.ColumnInt64(1),
+                    static_cast<uint64_t>(stmt.ColumnInt64(2)),
+                    static_cast<uint64_t>(stmt.ColumnInt64(3))});
+  }
+  if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "list snapshots");
+  return Status::Ok();
+}
+
+Status SqliteStore::DeleteSnapshot(const std::string& account, const std::string& name) {
+  return WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (!s.ok()) return s;
+    return DropSnapshot(w, id);
+  });
 }
 
 }  // namespace cerulean::storage

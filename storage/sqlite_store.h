@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/store.h"
@@ -190,6 +191,12 @@ class SqliteStore final : public Store {
   void Flush() override;
 
   Status ResetAccount(const std::string& account) override;
+  Status SaveSnapshot(const std::string& account, const std::string& name,
+                      SnapshotInfo* info) override;
+  Status RestoreSnapshot(const std::string& account, const std::string& name,
+                         RestoreStats* stats) override;
+  Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) override;
+  Status DeleteSnapshot(const std::string& account, const std::string& name) override;
   bool Healthy() override;
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
   std::optional<uint64_t> WriteEpoch() const override;
@@ -306,6 +313,13 @@ class SqliteStore final : public Store {
   // back chunk after chunk).
   std::atomic<int> writers_waiting_{0};
   int64_t last_timestamp_ = 0;  // guarded by writer_mu_
+  // Snapshots: Applies that wrote to each table (by id) since the store
+  // opened; absent means none. A snapshot records the count of each table
+  // it holds, with incarnation_, so that a restore can tell which tables
+  // are still exactly as saved. Counts are not persisted: after a restart
+  // (another incarnation) every table counts as written.
+  std::unordered_map<int64_t, uint64_t> table_writes_;  // guarded by writer_mu_
+  const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer
   // connection ends (committed or not), never before its commit returned.
   std::atomic<uint64_t> write_epoch_{0};
