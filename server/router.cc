@@ -712,8 +712,9 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 }
 
 // Everything after Prepare: dispatch on this thread or the blocking pool,
-// commit a write through ApplyAsync.
-void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a) {
+// commit a write through ApplyAsync. `faults`: fault rules are set
+// (FaultsArmed, read once per request).
+void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
   if (ctx.blocking_pool != nullptr && !RunsInline(a->req)) {
     ctx.blocking_pool->Post([&ctx, a] {
       Complete(ctx, *a,
@@ -739,7 +740,7 @@ void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& 
   PendingWrite& write = std::get<PendingWrite>(result);
   // Writes and batches meet their fault here, parsed but not yet applied:
   // the table and PartitionKey of a $batch or an insert are in its body.
-  if (FaultsArmed(ctx)) {
+  if (faults) {
     std::optional<std::string_view> pk;
     if (!write.ops.empty()) pk = write.ops.front().entity.partition_key;
     if (auto fault = DecideFault(ctx, *a, write.table, pk)) {
@@ -767,16 +768,16 @@ void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
   if (early) return Complete(ctx, *a, std::move(*early));
   // Other operations meet their fault before they run (entity writes and
   // batches in RunPrepared). The reserved /_ endpoints never do.
-  if (FaultsArmed(ctx) && !a->req.admin && !IsEntityWrite(a->req.op) &&
-      a->req.op != Operation::kBatch) {
+  const bool faults = FaultsArmed(ctx) && !a->req.admin;
+  if (faults && !IsEntityWrite(a->req.op) && a->req.op != Operation::kBatch) {
     const ResourcePath& path = a->req.path;
     std::optional<std::string_view> pk;
     if (path.kind == ResourceKind::kEntity) pk = path.partition_key;
     if (auto fault = DecideFault(ctx, *a, path.table, pk)) {
-      return InjectFault(ctx, a, std::move(*fault), [&ctx, a] { RunPrepared(ctx, a); });
+      return InjectFault(ctx, a, std::move(*fault), [&ctx, a] { RunPrepared(ctx, a, false); });
     }
   }
-  RunPrepared(ctx, a);
+  RunPrepared(ctx, a, faults);
 }
 
 }  // namespace cerulean::server

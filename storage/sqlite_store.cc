@@ -541,11 +541,14 @@ void StopThread(std::mutex& mu, std::condition_variable& cv, bool* stopping, std
 SqliteStore::~SqliteStore() {
   // The committer finishes what is queued first, then the syncer, which the
   // committer fed to the end (callbacks all run), then the background work.
+  const bool opened = committer_.joinable();  // Init got as far as serving writes
   StopThread(group_mu_, group_cv_, &group_stopping_, committer_);
   StopThread(sync_mu_, sync_cv_, &sync_stopping_, syncer_);
   StopThread(checkpoint_mu_, checkpoint_cv_, &checkpoint_stopping_, checkpointer_);
   StopThread(reap_mu_, reap_cv_, &stopping_, reaper_);
+  if (opened && !options_.in_memory) CarryWriteCounts();
 }
+
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
   if (!options.in_memory && options.path.empty()) {
@@ -679,6 +682,19 @@ Status SqliteStore::Init() {
       w->RollbackIfActive();
     }
     if (!s.ok()) return s;
+  }
+  {
+    // Snapshot tables that the last clean close found unwritten hold for
+    // this incarnation too (write counts start at 0). See CarryWriteCounts.
+    Stmt adopt;
+    s = w->Prepare(
+        "UPDATE snapshot_tables SET live_incarnation = ?1, live_writes = 0 "
+        "WHERE live_incarnation = -1",
+        &adopt);
+    if (!s.ok()) return s;
+    adopt.BindInt64(1, static_cast<int64_t>(incarnation_));
+    int rc = adopt.Step();
+    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "adopt snapshot tables");
   }
 
   if (!options_.in_memory && options_.shared_page_cache_bytes > 0) {
@@ -1877,117 +1893,108 @@ Status RunToDone(sqlite3* db, Stmt& stmt, std::string_view what) {
   return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, what);
 }
 
+void BindArg(Stmt& stmt, int i, int64_t v) { stmt.BindInt64(i, v); }
+void BindArg(Stmt& stmt, int i, std::string_view v) { stmt.BindText(i, v); }
+
+// Runs `sql` with `args` (int64_t, or text) bound to ?1, ?2, ... to
+// completion.
+template <typename Conn, typename... Args>
+Status Execute(Conn* c, std::string_view sql, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  return RunToDone(c->db, stmt, sql);
+}
+
+// Runs `sql` with `args` bound and calls `row(stmt)` for each row.
+template <typename Conn, typename Row, typename... Args>
+Status Query(Conn* c, std::string_view sql, const Row& row, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) row(stmt);
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(c->db, rc, sql);
+}
+
 // The id of snapshot `name` of `account`, or kNotFound.
 template <typename Conn>
-Status LookupSnapshot(Conn* w, const std::string& account,
-                      const std::string& name, int64_t* id) {
-  Stmt stmt;
-  Status s = w->Prepare("SELECT id FROM snapshots WHERE account = ?1 AND name = ?2", &stmt);
-  if (!s.ok()) return s;
-  stmt.BindText(1, account);
-  stmt.BindText(2, name);
-  int rc = stmt.Step();
-  if (rc == SQLITE_DONE) return Status::NotFound("snapshot " + name);
-  if (rc != SQLITE_ROW) return SqlStatus(w->db, rc, "lookup snapshot");
-  *id = stmt.ColumnInt64(0);
-  return Status::Ok();
+Status LookupSnapshot(Conn* c, const std::string& account, const std::string& name, int64_t* id) {
+  *id = 0;
+  Status s = Query(
+      c, "SELECT id FROM snapshots WHERE account = ?1 AND name = ?2",
+      [&](Stmt& row) { *id = row.ColumnInt64(0); }, std::string_view(account),
+      std::string_view(name));
+  if (s.ok() && *id == 0) return Status::NotFound("snapshot " + name);
+  return s;
 }
 
 // Deletes snapshot `id` and its rows.
 template <typename Conn>
-Status DropSnapshot(Conn* w, int64_t id) {
-  for (const char* sql : {"DELETE FROM snapshot_entities WHERE snapshot_id = ?1",
-                          "DELETE FROM snapshot_tables WHERE snapshot_id = ?1",
-                          "DELETE FROM snapshots WHERE id = ?1"}) {
-    Stmt stmt;
-    Status s = w->Prepare(sql, &stmt);
-    if (!s.ok()) return s;
-    stmt.BindInt64(1, id);
-    s = RunToDone(w->db, stmt, "delete snapshot");
-    if (!s.ok()) return s;
-  }
-  return Status::Ok();
+Status DropSnapshot(Conn* c, int64_t id) {
+  Status s = Execute(c, "DELETE FROM snapshot_entities WHERE snapshot_id = ?1", id);
+  if (s.ok()) s = Execute(c, "DELETE FROM snapshot_tables WHERE snapshot_id = ?1", id);
+  if (s.ok()) s = Execute(c, "DELETE FROM snapshots WHERE id = ?1", id);
+  return s;
 }
 
 }  // namespace
+
+uint64_t SqliteStore::TableWrites(int64_t table_id) const {
+  auto it = table_writes_.find(table_id);
+  return it == table_writes_.end() ? 0 : it->second;
+}
 
 Status SqliteStore::SaveSnapshot(const std::string& account, const std::string& name,
                                  SnapshotInfo* info) {
   SnapshotInfo saved;
   saved.name = name;
+  const std::string_view acct(account);
   Status status = WriteTransaction([&](Connection* w) {
-    int64_t old_id = 0;
-    Status s = LookupSnapshot(w, account, name, &old_id);
-    if (s.ok()) s = DropSnapshot(w, old_id);
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (s.ok()) s = DropSnapshot(w, id);
     if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
     saved.created = NowTicks();
-    int64_t id = 0;
-    {
-      Stmt stmt;
-      s = w->Prepare(
-          "INSERT INTO snapshots(account, name, created, service_properties) "
-          "SELECT ?1, ?2, ?3, (SELECT service_properties FROM accounts WHERE account = ?1)",
-          &stmt);
-      if (!s.ok()) return s;
-      stmt.BindText(1, account);
-      stmt.BindText(2, name);
-      stmt.BindInt64(3, saved.created);
-      s = RunToDone(w->db, stmt, "save snapshot");
-      if (!s.ok()) return s;
-      id = sqlite3_last_insert_rowid(w->db);
-    }
+    s = Execute(w,
+                "INSERT INTO snapshots(account, name, created, service_properties) SELECT ?1, "
+                "?2, ?3, (SELECT service_properties FROM accounts WHERE account = ?1)",
+                acct, std::string_view(name), saved.created);
+    if (!s.ok()) return s;
+    id = sqlite3_last_insert_rowid(w->db);
     struct Table {
       int64_t id;
       std::string name, acl;
     };
     std::vector<Table> tables;
-    {
-      Stmt stmt;
-      s = w->Prepare("SELECT id, name, acl FROM tables WHERE account = ?1 ORDER BY id", &stmt);
-      if (!s.ok()) return s;
-      stmt.BindText(1, account);
-      int rc;
-      while ((rc = stmt.Step()) == SQLITE_ROW) {
-        tables.push_back(
-            {stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)), std::string(stmt.ColumnText(2))});
-      }
-      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "list tables");
-    }
-    for (size_t ord = 0; ord < tables.size(); ++ord) {
-      const Table& t = tables[ord];
-      Stmt copy;
-      s = w->Prepare(
-          "INSERT INTO snapshot_entities(snapshot_id, ord, pk, rk, ts, props) "
-          "SELECT ?1, ?2, pk, rk, ts, props FROM entities WHERE table_id = ?3",
-          &copy);
-      if (!s.ok()) return s;
-      copy.BindInt64(1, id);
-      copy.BindInt64(2, static_cast<int64_t>(ord));
-      copy.BindInt64(3, t.id);
-      s = RunToDone(w->db, copy, "save snapshot rows");
-      if (!s.ok()) return s;
-      int64_t rows = sqlite3_changes64(w->db);
-      Stmt row;
-      s = w->Prepare(
-          "INSERT INTO snapshot_tables(snapshot_id, ord, name, acl, entities, live_id, "
-          "live_writes, live_incarnation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-          &row);
-      if (!s.ok()) return s;
-      auto writes = table_writes_.find(t.id);
-      row.BindInt64(1, id);
-      row.BindInt64(2, static_cast<int64_t>(ord));
-      row.BindText(3, t.name);
-      row.BindText(4, t.acl);
-      row.BindInt64(5, rows);
-      row.BindInt64(6, t.id);
-      row.BindInt64(7, writes == table_writes_.end() ? 0 : static_cast<int64_t>(writes->second));
-      row.BindInt64(8, static_cast<int64_t>(incarnation_));
-      s = RunToDone(w->db, row, "save snapshot table");
-      if (!s.ok()) return s;
+    s = Query(
+        w, "SELECT id, name, acl FROM tables WHERE account = ?1 ORDER BY id",
+        [&](Stmt& row) {
+          tables.push_back(
+              {row.ColumnInt64(0), std::string(row.ColumnText(1)), std::string(row.ColumnText(2))});
+        },
+        acct);
+    for (int64_t ord = 0; s.ok() && ord < static_cast<int64_t>(tables.size()); ++ord) {
+      const Table& t = tables[static_cast<size_t>(ord)];
+      s = Execute(w,
+                  "INSERT INTO snapshot_entities(snapshot_id, ord, pk, rk, ts, props) "
+                  "SELECT ?1, ?2, pk, rk, ts, props FROM entities WHERE table_id = ?3",
+                  id, ord, t.id);
+      if (!s.ok()) break;
+      const int64_t rows = sqlite3_changes64(w->db);
+      s = Execute(w,
+                  "INSERT INTO snapshot_tables(snapshot_id, ord, name, acl, entities, live_id, "
+                  "live_writes, live_incarnation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                  id, ord, std::string_view(t.name), std::string_view(t.acl), rows, t.id,
+                  static_cast<int64_t>(TableWrites(t.id)), static_cast<int64_t>(incarnation_));
       saved.tables += 1;
       saved.entities += static_cast<uint64_t>(rows);
     }
-    return Status::Ok();
+    return s;
   });
   if (status.ok() && info != nullptr) *info = std::move(saved);
   return status;
@@ -1997,6 +2004,7 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
                                     RestoreStats* stats) {
   RestoreStats done;
   bool doomed = false;
+  const std::string_view acct(account);
   Status status = WriteTransaction([&](Connection* w) {
     int64_t id = 0;
     Status s = LookupSnapshot(w, account, name, &id);
@@ -2004,75 +2012,52 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
     struct Saved {
       int64_t ord;
       std::string name, acl;
-      int64_t entities, live_id, live_writes, live_incarnation;
+      int64_t live_id, live_writes, live_incarnation;
       bool kept = false;
     };
     std::vector<Saved> saved;
-    {
-      Stmt stmt;
-      s = w->Prepare(
-          "SELECT ord, name, acl, entities, live_id, live_writes, live_incarnation "
-          "FROM snapshot_tables WHERE snapshot_id = ?1 ORDER BY ord",
-          &stmt);
-      if (!s.ok()) return s;
-      stmt.BindInt64(1, id);
-      int rc;
-      while ((rc = stmt.Step()) == SQLITE_ROW) {
-        saved.push_back({stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)),
-                         std::string(stmt.ColumnText(2)), stmt.ColumnInt64(3),
-                         stmt.ColumnInt64(4), stmt.ColumnInt64(5), stmt.ColumnInt64(6)});
-      }
-      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "read snapshot");
-    }
+    s = Query(
+        w,
+        "SELECT ord, name, acl, live_id, live_writes, live_incarnation FROM snapshot_tables "
+        "WHERE snapshot_id = ?1 ORDER BY ord",
+        [&](Stmt& row) {
+          saved.push_back({row.ColumnInt64(0), std::string(row.ColumnText(1)),
+                           std::string(row.ColumnText(2)), row.ColumnInt64(3), row.ColumnInt64(4),
+                           row.ColumnInt64(5)});
+        },
+        id);
     // Live tables: kept iff still exactly the saved one, else dropped.
     std::unordered_map<int64_t, std::string> live;  // id -> name
-    {
-      Stmt stmt;
-      s = w->Prepare("SELECT id, name FROM tables WHERE account = ?1", &stmt);
-      if (!s.ok()) return s;
-      stmt.BindText(1, account);
-      int rc;
-      while ((rc = stmt.Step()) == SQLITE_ROW) {
-        live.emplace(stmt.ColumnInt64(0), std::string(stmt.ColumnText(1)));
-      }
-      if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "list tables");
+    if (s.ok()) {
+      s = Query(
+          w, "SELECT id, name FROM tables WHERE account = ?1",
+          [&](Stmt& row) { live.emplace(row.ColumnInt64(0), std::string(row.ColumnText(1))); },
+          acct);
     }
+    if (!s.ok()) return s;
     for (Saved& t : saved) {
       auto it = live.find(t.live_id);
-      auto writes = table_writes_.find(t.live_id);
-      uint64_t count = writes == table_writes_.end() ? 0 : writes->second;
       t.kept = it != live.end() && it->second == t.name &&
                static_cast<uint64_t>(t.live_incarnation) == incarnation_ &&
-               static_cast<uint64_t>(t.live_writes) == count;
+               static_cast<uint64_t>(t.live_writes) == TableWrites(t.live_id);
       if (t.kept) live.erase(it);
     }
     for (const auto& [table_id, table_name] : live) {
-      for (const char* sql : {"INSERT INTO doomed_tables(table_id) VALUES (?1)",
-                              "DELETE FROM tables WHERE id = ?1"}) {
-        Stmt stmt;
-        s = w->Prepare(sql, &stmt);
-        if (!s.ok()) return s;
-        stmt.BindInt64(1, table_id);
-        s = RunToDone(w->db, stmt, "drop table");
-        if (!s.ok()) return s;
-      }
+      s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", table_id);
+      if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", table_id);
+      if (!s.ok()) return s;
       doomed = true;
     }
     for (const Saved& t : saved) {
       if (t.kept) {
-        Stmt stmt;
-        s = w->Prepare("UPDATE tables SET acl = ?2 WHERE id = ?1", &stmt);
-        if (!s.ok()) return s;
-        stmt.BindInt64(1, t.live_id);
-        stmt.BindText(2, t.acl);
-        s = RunToDone(w->db, stmt, "restore acl");
+        s = Execute(w, "UPDATE tables SET acl = ?2 WHERE id = ?1", t.live_id,
+                    std::string_view(t.acl));
         if (!s.ok()) return s;
         done.tables_kept += 1;
         continue;
       }
       // A fresh table id (AUTOINCREMENT: above every other), so the copy
       // appends to the end of the entities B-tree.
-      int64_t table_id = 0;
       {
         Stmt stmt;
         s = w->Prepare(
@@ -2087,58 +2072,30 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
         stmt.BindText(5, t.acl);
         s = RunToDone(w->db, stmt, "restore table");
         if (!s.ok()) return s;
-        table_id = sqlite3_last_insert_rowid(w->db);
       }
-      {
-        Stmt stmt;
-        s = w->Prepare(
-            "INSERT INTO entities(table_id, pk, rk, ts, props) "
-            "SELECT ?1, pk, rk, ts, props FROM snapshot_entities "
-            "WHERE snapshot_id = ?2 AND ord = ?3",
-            &stmt);
-        if (!s.ok()) return s;
-        stmt.BindInt64(1, table_id);
-        stmt.BindInt64(2, id);
-        stmt.BindInt64(3, t.ord);
-        s = RunToDone(w->db, stmt, "restore rows");
-        if (!s.ok()) return s;
-        done.entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
-      }
-      {
-        // The new table holds exactly the saved rows: the next restore of
-        // this snapshot keeps it unless it is written meanwhile.
-        Stmt stmt;
-        s = w->Prepare(
-            "UPDATE snapshot_tables SET live_id = ?3, live_writes = 0, live_incarnation = ?4 "
-            "WHERE snapshot_id = ?1 AND ord = ?2",
-            &stmt);
-        if (!s.ok()) return s;
-        stmt.BindInt64(1, id);
-        stmt.BindInt64(2, t.ord);
-        stmt.BindInt64(3, table_id);
-        stmt.BindInt64(4, static_cast<int64_t>(incarnation_));
-        s = RunToDone(w->db, stmt, "restore snapshot table");
-        if (!s.ok()) return s;
-      }
+      const int64_t table_id = sqlite3_last_insert_rowid(w->db);
+      s = Execute(w,
+                  "INSERT INTO entities(table_id, pk, rk, ts, props) SELECT ?1, pk, rk, ts, props "
+                  "FROM snapshot_entities WHERE snapshot_id = ?2 AND ord = ?3",
+                  table_id, id, t.ord);
+      if (!s.ok()) return s;
+      done.entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
+      // The new table holds exactly the saved rows: the next restore of
+      // this snapshot keeps it unless it is written meanwhile.
+      s = Execute(w,
+                  "UPDATE snapshot_tables SET live_id = ?3, live_writes = 0, "
+                  "live_incarnation = ?4 WHERE snapshot_id = ?1 AND ord = ?2",
+                  id, t.ord, table_id, static_cast<int64_t>(incarnation_));
+      if (!s.ok()) return s;
       done.tables_copied += 1;
     }
-    Stmt props;
-    s = w->Prepare(
-        "INSERT OR REPLACE INTO accounts(account, service_properties) "
-        "SELECT ?1, service_properties FROM snapshots WHERE id = ?2 AND service_properties "
-        "IS NOT NULL",
-        &props);
-    if (!s.ok()) return s;
-    props.BindText(1, account);
-    props.BindInt64(2, id);
-    s = RunToDone(w->db, props, "restore service properties");
-    if (!s.ok()) return s;
-    if (sqlite3_changes64(w->db) == 0) {
-      Stmt clear;
-      s = w->Prepare("DELETE FROM accounts WHERE account = ?1", &clear);
-      if (!s.ok()) return s;
-      clear.BindText(1, account);
-      s = RunToDone(w->db, clear, "restore service properties");
+    s = Execute(w,
+                "INSERT OR REPLACE INTO accounts(account, service_properties) SELECT ?1, "
+                "service_properties FROM snapshots WHERE id = ?2 AND service_properties IS NOT "
+                "NULL",
+                acct, id);
+    if (s.ok() && sqlite3_changes64(w->db) == 0) {
+      s = Execute(w, "DELETE FROM accounts WHERE account = ?1", acct);
     }
     return s;
   });
@@ -2150,23 +2107,17 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
 Status SqliteStore::ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) {
   out->clear();
   ReadLease lease(this);
-  Connection* c = lease.conn();
-  Stmt stmt;
-  Status s = c->Prepare(
+  return Query(
+      lease.conn(),
       "SELECT s.name, s.created, COUNT(t.ord), COALESCE(SUM(t.entities), 0) FROM snapshots s "
       "LEFT JOIN snapshot_tables t ON t.snapshot_id = s.id WHERE s.account = ?1 "
       "GROUP BY s.id ORDER BY s.name",
-      &stmt);
-  if (!s.ok()) return s;
-  stmt.BindText(1, account);
-  int rc;
-  while ((rc = stmt.Step()) == SQLITE_ROW) {
-    out->push_back({std::string(stmt.ColumnText(0)), stmt.ColumnInt64(1),
-                    static_cast<uint64_t>(stmt.ColumnInt64(2)),
-                    static_cast<uint64_t>(stmt.ColumnInt64(3))});
-  }
-  if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "list snapshots");
-  return Status::Ok();
+      [&](Stmt& row) {
+        out->push_back({std::string(row.ColumnText(0)), row.ColumnInt64(1),
+                        static_cast<uint64_t>(row.ColumnInt64(2)),
+                        static_cast<uint64_t>(row.ColumnInt64(3))});
+      },
+      std::string_view(account));
 }
 
 Status SqliteStore::DeleteSnapshot(const std::string& account, const std::string& name) {
@@ -2176,6 +2127,35 @@ Status SqliteStore::DeleteSnapshot(const std::string& account, const std::string
     if (!s.ok()) return s;
     return DropSnapshot(w, id);
   });
+}
+
+void SqliteStore::CarryWriteCounts() {
+  // Best effort: a failure leaves the rows of this incarnation, which the
+  // next one re-copies on restore.
+  static_cast<void>(WriteTransaction([&](Connection* w) {
+    struct Row {
+      int64_t snapshot_id, ord, live_id, live_writes;
+    };
+    std::vector<Row> rows;
+    Status s = Query(
+        w,
+        "SELECT snapshot_id, ord, live_id, live_writes FROM snapshot_tables "
+        "WHERE live_incarnation = ?1",
+        [&](Stmt& row) {
+          rows.push_back(
+              {row.ColumnInt64(0), row.ColumnInt64(1), row.ColumnInt64(2), row.ColumnInt64(3)});
+        },
+        static_cast<int64_t>(incarnation_));
+    for (const Row& row : rows) {
+      if (!s.ok()) break;
+      if (TableWrites(row.live_id) != static_cast<uint64_t>(row.live_writes)) continue;
+      s = Execute(w,
+                  "UPDATE snapshot_tables SET live_incarnation = -1 "
+                  "WHERE snapshot_id = ?1 AND ord = ?2",
+                  row.snapshot_id, row.ord);
+    }
+    return s;
+  }));
 }
 
 }  // namespace cerulean::storage

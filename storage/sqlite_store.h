@@ -294,6 +294,16 @@ class SqliteStore final : public Store {
   // remain.
   Status ReapChunk(bool* more);
 
+  // On a clean close: marks the snapshot tables whose live table is still
+  // exactly as recorded (write count unchanged in this incarnation) with
+  // live_incarnation -1, which the next Open adopts. A lost mark (crash)
+  // only makes the next restore re-copy; a mark is written after every
+  // write of the incarnation, so it is never durable while one of them is
+  // not.
+  void CarryWriteCounts();
+  // table_writes_[table_id], 0 if absent. REQUIRES: writer_mu_ held.
+  uint64_t TableWrites(int64_t table_id) const;
+
   // Server time for the next write: strictly above every timestamp this
   // store handed out before. REQUIRES: writer_mu_ held.
   int64_t NextTimestamp();
@@ -316,8 +326,9 @@ class SqliteStore final : public Store {
   // Snapshots: Applies that wrote to each table (by id) since the store
   // opened; absent means none. A snapshot records the count of each table
   // it holds, with incarnation_, so that a restore can tell which tables
-  // are still exactly as saved. Counts are not persisted: after a restart
-  // (another incarnation) every table counts as written.
+  // are still exactly as saved. A clean close carries the verdicts over to
+  // the next incarnation (CarryWriteCounts); after a crash every table
+  // counts as written.
   std::unordered_map<int64_t, uint64_t> table_writes_;  // guarded by writer_mu_
   const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer
