@@ -113,10 +113,25 @@ bool LoadFaults(const std::string& path, const server::Accounts& accounts,
   return true;
 }
 
+// Checks the words after `cerulean snapshot`: an error message, or "".
+std::string CheckSnapshotArgs(const std::vector<std::string>& args) {
+  const std::string action = args.empty() ? "" : args[0];
+  if (action == "list") return args.size() == 1 ? "" : "list takes no NAME";
+  if (action != "save" && action != "restore" && action != "delete") {
+    return "expected save, restore or delete NAME, or list";
+  }
+  if (args.size() != 2 || !server::ValidSnapshotName(args[1])) {
+    return action + " needs a NAME of 1 to 128 letters, digits, '.', '_' or '-'";
+  }
+  return "";
+}
+
 // cerulean snapshot save|restore|delete NAME | list: the /_snapshots
-// operations on a store no server has open.
-int RunSnapshotTool(storage::Store& store, const std::string& account, const std::string& action,
-                    const std::string& name) {
+// operations on a store no server has open. REQUIRES: CheckSnapshotArgs(args)
+// is empty.
+int RunSnapshotTool(storage::Store& store, const std::string& account,
+                    const std::vector<std::string>& args) {
+  const std::string& action = args[0];
   storage::Status s;
   if (action == "list") {
     std::vector<storage::SnapshotInfo> list;
@@ -127,35 +142,25 @@ int RunSnapshotTool(storage::Store& store, const std::string& account, const std
                   static_cast<unsigned long long>(info.tables),
                   static_cast<unsigned long long>(info.entities));
     }
-  } else if (!server::ValidSnapshotName(name)) {
-    std::fprintf(stderr,
-                 "cerulean snapshot %s: a NAME of 1 to 128 letters, digits, '.', '_' or '-' "
-                 "is required\n",
-                 action.c_str());
-    return 2;
   } else if (action == "save") {
     storage::SnapshotInfo info;
-    s = store.SaveSnapshot(account, name, &info);
+    s = store.SaveSnapshot(account, args[1], &info);
     if (s.ok()) {
-      std::fprintf(stderr, "saved %s: %llu tables, %llu entities\n", name.c_str(),
+      std::fprintf(stderr, "saved %s: %llu tables, %llu entities\n", args[1].c_str(),
                    static_cast<unsigned long long>(info.tables),
                    static_cast<unsigned long long>(info.entities));
     }
   } else if (action == "restore") {
     storage::RestoreStats stats;
-    s = store.RestoreSnapshot(account, name, &stats);
+    s = store.RestoreSnapshot(account, args[1], &stats);
     if (s.ok()) {
       std::fprintf(stderr, "restored %s: %llu tables kept, %llu copied (%llu entities)\n",
-                   name.c_str(), static_cast<unsigned long long>(stats.tables_kept),
+                   args[1].c_str(), static_cast<unsigned long long>(stats.tables_kept),
                    static_cast<unsigned long long>(stats.tables_copied),
                    static_cast<unsigned long long>(stats.entities_copied));
     }
-  } else if (action == "delete") {
-    s = store.DeleteSnapshot(account, name);
   } else {
-    std::fprintf(stderr, "cerulean snapshot: unknown action '%s' (save, restore, list, delete)\n",
-                 action.c_str());
-    return 2;
+    s = store.DeleteSnapshot(account, args[1]);
   }
   if (!s.ok()) {
     std::fprintf(stderr, "cerulean snapshot %s: %s\n", action.c_str(), s.ToString().c_str());
@@ -167,16 +172,19 @@ int RunSnapshotTool(storage::Store& store, const std::string& account, const std
 // cerulean export|import|reset [--location DIR] [--account A] [--table T] [--file F]
 int RunTool(const std::string& command, const server::CliOptions& cli,
             const std::vector<std::string>& args) {
+  if (command == "snapshot") {
+    if (std::string err = CheckSnapshotArgs(args); !err.empty()) {
+      std::fprintf(stderr, "cerulean snapshot: %s\n", err.c_str());
+      return 2;
+    }
+  }
   auto store = OpenStore(cli);
   if (!store.ok()) {
     std::fprintf(stderr, "cerulean: cannot open storage: %s\n", store.status().ToString().c_str());
     return 1;
   }
   const std::string account = cli.account.empty() ? std::string(server::kDevAccount) : cli.account;
-  if (command == "snapshot") {
-    return RunSnapshotTool(**store, account, args.empty() ? "" : args[0],
-                           args.size() > 1 ? args[1] : "");
-  }
+  if (command == "snapshot") return RunSnapshotTool(**store, account, args);
   size_t count = 0;
   storage::Status s;
   if (command == "export") {
