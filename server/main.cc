@@ -154,8 +154,10 @@ int RunSnapshotTool(storage::Store& store, const std::string& account,
     storage::RestoreStats stats;
     s = store.RestoreSnapshot(account, args[1], &stats);
     if (s.ok()) {
-      std::fprintf(stderr, "restored %s: %llu tables kept, %llu copied (%llu entities)\n",
+      std::fprintf(stderr,
+                   "restored %s: %llu tables kept, %llu patched, %llu copied (%llu entities)\n",
                    args[1].c_str(), static_cast<unsigned long long>(stats.tables_kept),
+                   static_cast<unsigned long long>(stats.tables_patched),
                    static_cast<unsigned long long>(stats.tables_copied),
                    static_cast<unsigned long long>(stats.entities_copied));
     }

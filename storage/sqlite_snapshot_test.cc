@@ -105,8 +105,9 @@ TEST_CASE_TEMPLATE("snapshot: restore brings back tables, entities, ETags, ACLs,
   REQUIRE(store->RestoreSnapshot("acct", "fixture", &stats).ok());
   CHECK(Dump(*store, "acct") == before);
   CHECK(Dump(*store, "other") == other_before);
-  CHECK(stats.tables_copied == 2);
-  CHECK(stats.entities_copied == 51);
+  CHECK(stats.tables_copied == 1);   // "kept", dropped since
+  CHECK(stats.tables_patched == 1);  // "Orders": three rows written since
+  CHECK(stats.entities_copied == 3);  // kept/1 and two of the Orders rows (one is only deleted)
 
   // Writes after a restore get timestamps above every restored one.
   Write(*store, "Orders", {Insert("after", "1")});
@@ -144,21 +145,34 @@ TEST_CASE_TEMPLATE("snapshot: restore copies only the tables written since", B, 
   REQUIRE(store->SetTableAcl("acct", "c", "<x/>").ok());  // documents are always restored
   REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
   CHECK(stats.tables_kept == 2);
-  CHECK(stats.tables_copied == 1);
-  CHECK(stats.entities_copied == 100);
+  CHECK(stats.tables_patched == 1);
+  CHECK(stats.tables_copied == 0);
+  CHECK(stats.entities_copied == 1);
   CHECK(Dump(*store, "acct") == saved);
 
-  // The copy made by the restore is itself kept by the next one.
+  // Nothing written since: nothing to do.
   REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
-  CHECK(stats.tables_copied == 0);
+  CHECK(stats.tables_kept == 3);
+  CHECK(stats.entities_copied == 0);
 
-  // A refused write changes nothing but may count as a write: the table is
-  // copied, never left wrong.
+  // A refused write changes nothing but may count as a write: the row is
+  // put back, never left wrong.
   ApplyResult result;
   ApplyError error;
   CHECK(store->Apply("acct", "a", {Insert("p", "1")}, &result, &error).code() ==
         StatusCode::kAlreadyExists);
   REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
+  CHECK(Dump(*store, "acct") == saved);
+
+  // More rows written than a patch is worth: the table is copied whole.
+  for (int b = 0; b < 11; ++b) {  // 1,100 keys
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 100; ++i) ops.push_back(Insert("q", std::to_string(b * 100 + i)));
+    Write(*store, "a", ops);
+  }
+  REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
+  CHECK(stats.tables_copied == 1);
+  CHECK(stats.entities_copied == 100);
   CHECK(Dump(*store, "acct") == saved);
 
   // A table dropped and re-created under the same name is a new table.
@@ -167,6 +181,42 @@ TEST_CASE_TEMPLATE("snapshot: restore copies only the tables written since", B, 
   REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
   CHECK(stats.tables_copied >= 1);
   CHECK(Dump(*store, "acct") == saved);
+}
+
+TEST_CASE_TEMPLATE("snapshot: rows put back by one snapshot's restore are put back by another's", B,
+                   FileStore, MemoryStore) {
+  TempDir dir;
+  auto store = Open<B>(dir);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  Write(*store, "t", {Insert("p", "1", {Str("v", "one")})});
+  REQUIRE(store->SaveSnapshot("acct", "a", nullptr).ok());
+  const std::string at_a = Dump(*store, "acct");
+  Write(*store, "t", {Op(WriteKind::kMerge, "p", "1", {Str("v", "two")})});
+  Write(*store, "t", {Insert("p", "2")});
+  REQUIRE(store->SaveSnapshot("acct", "b", nullptr).ok());
+  const std::string at_b = Dump(*store, "acct");
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    RestoreStats stats;
+    REQUIRE(store->RestoreSnapshot("acct", "a", &stats).ok());
+    CHECK(stats.tables_copied == 0);
+    CHECK(Dump(*store, "acct") == at_a);
+    REQUIRE(store->RestoreSnapshot("acct", "b", &stats).ok());
+    CHECK(stats.tables_copied == 0);
+    CHECK(Dump(*store, "acct") == at_b);
+    Write(*store, "t", {Insert("p", "3")});
+  }
+  // Deleting every snapshot stops the logging; a new one starts it again.
+  REQUIRE(store->DeleteSnapshot("acct", "a").ok());
+  REQUIRE(store->DeleteSnapshot("acct", "b").ok());
+  Write(*store, "t", {Insert("p", "4")});
+  REQUIRE(store->SaveSnapshot("acct", "c", nullptr).ok());
+  const std::string at_c = Dump(*store, "acct");
+  Write(*store, "t", {Op(WriteKind::kDelete, "p", "4", {})});
+  RestoreStats stats;
+  REQUIRE(store->RestoreSnapshot("acct", "c", &stats).ok());
+  CHECK(stats.tables_patched == 1);
+  CHECK(Dump(*store, "acct") == at_c);
 }
 
 TEST_CASE_TEMPLATE("snapshot: list, replace, delete, absent", B, FileStore, MemoryStore) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -83,7 +84,7 @@ constexpr const char* kSchemaV2[] = {
     // One row per table saved; ord numbers the tables of a snapshot.
     // (live_id, live_writes, live_incarnation): the live table that still
     // holds exactly the saved rows while its write count is live_writes in
-    // the store incarnation live_incarnation (SqliteStore::table_writes_).
+    // the store incarnation live_incarnation (SqliteStore::table_changes_).
     "CREATE TABLE snapshot_tables("
     "  snapshot_id INTEGER NOT NULL,"
     "  ord INTEGER NOT NULL,"
@@ -423,6 +424,48 @@ Status LookupTable(Conn* c, const std::string& account, const std::string& table
   return Status::Ok();
 }
 
+// Runs `stmt` to completion.
+Status RunToDone(sqlite3* db, Stmt& stmt, std::string_view what) {
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+  }
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, what);
+}
+
+// A blob argument of Execute and Query (a std::string_view binds text).
+struct Blob {
+  std::string_view bytes;
+};
+
+void BindArg(Stmt& stmt, int i, int64_t v) { stmt.BindInt64(i, v); }
+void BindArg(Stmt& stmt, int i, std::string_view v) { stmt.BindText(i, v); }
+void BindArg(Stmt& stmt, int i, Blob v) { stmt.BindBlob(i, v.bytes); }
+
+// Runs `sql` with `args` (int64_t, or text) bound to ?1, ?2, ... to
+// completion.
+template <typename Conn, typename... Args>
+Status Execute(Conn* c, std::string_view sql, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  return RunToDone(c->db, stmt, sql);
+}
+
+// Runs `sql` with `args` bound and calls `row(stmt)` for each row.
+template <typename Conn, typename Row, typename... Args>
+Status Query(Conn* c, std::string_view sql, const Row& row, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) row(stmt);
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(c->db, rc, sql);
+}
+
 // Decodes a stored row into `*entity`.
 Status DecodeRow(std::string_view pk, std::string_view rk, int64_t ts, std::string_view props,
                  Entity* entity) {
@@ -683,19 +726,14 @@ Status SqliteStore::Init() {
     }
     if (!s.ok()) return s;
   }
-  {
-    // Snapshot tables that the last clean close found unwritten hold for
-    // this incarnation too (write counts start at 0). See CarryWriteCounts.
-    Stmt adopt;
-    s = w->Prepare(
-        "UPDATE snapshot_tables SET live_incarnation = ?1, live_writes = 0 "
-        "WHERE live_incarnation = -1",
-        &adopt);
-    if (!s.ok()) return s;
-    adopt.BindInt64(1, static_cast<int64_t>(incarnation_));
-    int rc = adopt.Step();
-    if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "adopt snapshot tables");
-  }
+  // Snapshot tables that the last clean close found unwritten hold for this
+  // incarnation too (write counts start at 0). See CarryWriteCounts.
+  s = Execute(w,
+              "UPDATE snapshot_tables SET live_incarnation = ?1, live_writes = 0 "
+              "WHERE live_incarnation = -1",
+              static_cast<int64_t>(incarnation_));
+  if (s.ok()) s = UpdateKeyLogging(w);
+  if (!s.ok()) return s;
 
   if (!options_.in_memory && options_.shared_page_cache_bytes > 0) {
     // Created before the readers open: every connection's whole-page reads
@@ -1309,7 +1347,14 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
     if (!s.ok()) return s;
   }
   *wrote = true;
-  ++table_writes_[id];  // before any row changes: a failure below only over-counts
+  // Counted before any row changes: a failure below only over-counts.
+  TableChanges& changes = table_changes_[id];
+  changes.writes += 1;
+  if (log_keys_) {
+    for (const Planned& plan : planned) LogKey(&changes, plan.pk, plan.rk);
+  } else {
+    changes.logged_from = changes.writes;
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const Planned& plan = planned[i];
     const bool insert = ops[i].kind == WriteKind::kInsert;
@@ -1885,42 +1930,6 @@ Result<uint64_t> SqliteStore::CountPendingReapsForTesting() {
 
 namespace {
 
-// Runs `stmt` to completion.
-Status RunToDone(sqlite3* db, Stmt& stmt, std::string_view what) {
-  int rc;
-  while ((rc = stmt.Step()) == SQLITE_ROW) {
-  }
-  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, what);
-}
-
-void BindArg(Stmt& stmt, int i, int64_t v) { stmt.BindInt64(i, v); }
-void BindArg(Stmt& stmt, int i, std::string_view v) { stmt.BindText(i, v); }
-
-// Runs `sql` with `args` (int64_t, or text) bound to ?1, ?2, ... to
-// completion.
-template <typename Conn, typename... Args>
-Status Execute(Conn* c, std::string_view sql, const Args&... args) {
-  Stmt stmt;
-  Status s = c->Prepare(sql, &stmt);
-  if (!s.ok()) return s;
-  int i = 0;
-  (BindArg(stmt, ++i, args), ...);
-  return RunToDone(c->db, stmt, sql);
-}
-
-// Runs `sql` with `args` bound and calls `row(stmt)` for each row.
-template <typename Conn, typename Row, typename... Args>
-Status Query(Conn* c, std::string_view sql, const Row& row, const Args&... args) {
-  Stmt stmt;
-  Status s = c->Prepare(sql, &stmt);
-  if (!s.ok()) return s;
-  int i = 0;
-  (BindArg(stmt, ++i, args), ...);
-  int rc;
-  while ((rc = stmt.Step()) == SQLITE_ROW) row(stmt);
-  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(c->db, rc, sql);
-}
-
 // The id of snapshot `name` of `account`, or kNotFound.
 template <typename Conn>
 Status LookupSnapshot(Conn* c, const std::string& account, const std::string& name, int64_t* id) {
@@ -1945,8 +1954,33 @@ Status DropSnapshot(Conn* c, int64_t id) {
 }  // namespace
 
 uint64_t SqliteStore::TableWrites(int64_t table_id) const {
-  auto it = table_writes_.find(table_id);
-  return it == table_writes_.end() ? 0 : it->second;
+  auto it = table_changes_.find(table_id);
+  return it == table_changes_.end() ? 0 : it->second.writes;
+}
+
+void SqliteStore::LogKey(TableChanges* changes, std::string_view pk, std::string_view rk) {
+  if (changes->keys.size() >= kMaxLoggedKeys) {
+    // Drop the older half: a restore to a state before what remains copies
+    // the table whole.
+    const size_t drop = changes->keys.size() / 2;
+    changes->logged_from = changes->keys[drop - 1].write;
+    changes->keys.erase(changes->keys.begin(), changes->keys.begin() + static_cast<ptrdiff_t>(drop));
+  }
+  changes->keys.push_back({changes->writes, std::string(pk), std::string(rk)});
+}
+
+Status SqliteStore::UpdateKeyLogging(Connection* w) {
+  bool any = false;
+  Status s = Query(w, "SELECT 1 FROM snapshots LIMIT 1", [&](Stmt&) { any = true; });
+  if (!s.ok()) return s;
+  log_keys_ = any;
+  if (!any) {
+    for (auto& [id, changes] : table_changes_) {
+      changes.keys.clear();
+      changes.logged_from = changes.writes;
+    }
+  }
+  return Status::Ok();
 }
 
 Status SqliteStore::SaveSnapshot(const std::string& account, const std::string& name,
@@ -1994,6 +2028,7 @@ Status SqliteStore::SaveSnapshot(const std::string& account, const std::string& 
       saved.tables += 1;
       saved.entities += static_cast<uint64_t>(rows);
     }
+    if (s.ok()) log_keys_ = true;
     return s;
   });
   if (status.ok() && info != nullptr) *info = std::move(saved);
@@ -2012,18 +2047,18 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
     struct Saved {
       int64_t ord;
       std::string name, acl;
-      int64_t live_id, live_writes, live_incarnation;
-      bool kept = false;
+      int64_t entities, live_id, live_writes, live_incarnation;
+      bool kept = false;  // the live table live_id is this one, or is patched into it
     };
     std::vector<Saved> saved;
     s = Query(
         w,
-        "SELECT ord, name, acl, live_id, live_writes, live_incarnation FROM snapshot_tables "
-        "WHERE snapshot_id = ?1 ORDER BY ord",
+        "SELECT ord, name, acl, entities, live_id, live_writes, live_incarnation "
+        "FROM snapshot_tables WHERE snapshot_id = ?1 ORDER BY ord",
         [&](Stmt& row) {
           saved.push_back({row.ColumnInt64(0), std::string(row.ColumnText(1)),
                            std::string(row.ColumnText(2)), row.ColumnInt64(3), row.ColumnInt64(4),
-                           row.ColumnInt64(5)});
+                           row.ColumnInt64(5), row.ColumnInt64(6)});
         },
         id);
     // Live tables: kept iff still exactly the saved one, else dropped.
@@ -2035,11 +2070,12 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
           acct);
     }
     if (!s.ok()) return s;
+    // A live table is kept (and patched if written) iff it is still the
+    // one the snapshot table's rows were saved from or restored into.
     for (Saved& t : saved) {
       auto it = live.find(t.live_id);
       t.kept = it != live.end() && it->second == t.name &&
-               static_cast<uint64_t>(t.live_incarnation) == incarnation_ &&
-               static_cast<uint64_t>(t.live_writes) == TableWrites(t.live_id);
+               static_cast<uint64_t>(t.live_incarnation) == incarnation_;
       if (t.kept) live.erase(it);
     }
     for (const auto& [table_id, table_name] : live) {
@@ -2052,9 +2088,17 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
       if (t.kept) {
         s = Execute(w, "UPDATE tables SET acl = ?2 WHERE id = ?1", t.live_id,
                     std::string_view(t.acl));
+        bool restored = false;
+        if (s.ok()) {
+          s = PatchTable(w, id, t.ord, t.live_id, t.live_writes, t.entities, &done, &restored);
+        }
         if (!s.ok()) return s;
-        done.tables_kept += 1;
-        continue;
+        if (restored) continue;
+        // Copied whole instead: the live table goes.
+        s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", t.live_id);
+        if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", t.live_id);
+        if (!s.ok()) return s;
+        doomed = true;
       }
       // A fresh table id (AUTOINCREMENT: above every other), so the copy
       // appends to the end of the entities B-tree.
@@ -2104,6 +2148,54 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
   return status;
 }
 
+Status SqliteStore::PatchTable(Connection* w, int64_t snapshot_id, int64_t ord, int64_t live_id,
+                               int64_t live_writes, int64_t entities, RestoreStats* stats,
+                               bool* done) {
+  *done = false;
+  TableChanges& changes = table_changes_[live_id];
+  const uint64_t since = static_cast<uint64_t>(live_writes);
+  if (changes.writes == since) {
+    stats->tables_kept += 1;
+    *done = true;
+    return Status::Ok();
+  }
+  if (changes.writes < since || changes.logged_from > since) return Status::Ok();
+  std::set<std::pair<std::string_view, std::string_view>> keys;
+  for (const auto& key : changes.keys) {
+    if (key.write > since) keys.emplace(key.pk, key.rk);
+  }
+  // Past this, one INSERT ... SELECT of the whole table is cheaper than a
+  // delete and a lookup per key.
+  if (keys.size() > std::max<size_t>(1000, static_cast<size_t>(entities) / 4)) {
+    return Status::Ok();
+  }
+  Status s;
+  for (const auto& [pk, rk] : keys) {
+    s = Execute(w, "DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", live_id,
+                Blob{pk}, Blob{rk});
+    if (!s.ok()) return s;
+    s = Execute(w,
+                "INSERT INTO entities(table_id, pk, rk, ts, props) SELECT ?1, pk, rk, ts, props "
+                "FROM snapshot_entities WHERE snapshot_id = ?2 AND ord = ?3 AND pk = ?4 AND "
+                "rk = ?5",
+                live_id, snapshot_id, ord, Blob{pk}, Blob{rk});
+    if (!s.ok()) return s;
+    stats->entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
+  }
+  // The rows put back are a write like any other: other snapshots' restores
+  // must put them back too. (The views in `keys` point into changes.keys,
+  // which LogKey may reorder: copy them first.)
+  std::vector<std::pair<std::string, std::string>> written(keys.begin(), keys.end());
+  changes.writes += 1;
+  for (const auto& [pk, rk] : written) LogKey(&changes, pk, rk);
+  s = Execute(w, "UPDATE snapshot_tables SET live_writes = ?3 WHERE snapshot_id = ?1 AND ord = ?2",
+              snapshot_id, ord, static_cast<int64_t>(changes.writes));
+  if (!s.ok()) return s;
+  stats->tables_patched += 1;
+  *done = true;
+  return Status::Ok();
+}
+
 Status SqliteStore::ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) {
   out->clear();
   ReadLease lease(this);
@@ -2124,8 +2216,9 @@ Status SqliteStore::DeleteSnapshot(const std::string& account, const std::string
   return WriteTransaction([&](Connection* w) {
     int64_t id = 0;
     Status s = LookupSnapshot(w, account, name, &id);
-    if (!s.ok()) return s;
-    return DropSnapshot(w, id);
+    if (s.ok()) s = DropSnapshot(w, id);
+    if (s.ok()) s = UpdateKeyLogging(w);
+    return s;
   });
 }
 

@@ -216,6 +216,7 @@ class SqliteStore final : public Store {
  private:
   struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
   class ReadLease;    // a connection borrowed for reading
+  struct TableChanges;  // writes to one table (table_changes_)
 
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
@@ -301,8 +302,22 @@ class SqliteStore final : public Store {
   // write of the incarnation, so it is never durable while one of them is
   // not.
   void CarryWriteCounts();
-  // table_writes_[table_id], 0 if absent. REQUIRES: writer_mu_ held.
+  // The writes counted for `table_id`. REQUIRES: writer_mu_ held.
   uint64_t TableWrites(int64_t table_id) const;
+  // Logs the key (encoded) written by write number changes->writes.
+  static void LogKey(TableChanges* changes, std::string_view pk, std::string_view rk);
+  // Restores one snapshot table (`snapshot_id`, `ord`: `entities` rows) whose
+  // rows were saved from or restored into the live table `live_id` at its
+  // write count `live_writes`: nothing to do if it was not written since
+  // (tables_kept); if every key written since is logged and they are few,
+  // puts those rows back as saved and records the count (tables_patched);
+  // else sets *done false, and the caller copies the table whole.
+  // REQUIRES: writer_mu_ held, inside the restore's transaction.
+  Status PatchTable(Connection* w, int64_t snapshot_id, int64_t ord, int64_t live_id,
+                    int64_t live_writes, int64_t entities, RestoreStats* stats, bool* done);
+  // Sets log_keys_ from whether any snapshot exists, on the writer
+  // connection `w` in its open transaction. REQUIRES: writer_mu_ held.
+  Status UpdateKeyLogging(Connection* w);
 
   // Server time for the next write: strictly above every timestamp this
   // store handed out before. REQUIRES: writer_mu_ held.
@@ -323,13 +338,28 @@ class SqliteStore final : public Store {
   // back chunk after chunk).
   std::atomic<int> writers_waiting_{0};
   int64_t last_timestamp_ = 0;  // guarded by writer_mu_
-  // Snapshots: Applies that wrote to each table (by id) since the store
-  // opened; absent means none. A snapshot records the count of each table
-  // it holds, with incarnation_, so that a restore can tell which tables
-  // are still exactly as saved. A clean close carries the verdicts over to
-  // the next incarnation (CarryWriteCounts); after a crash every table
-  // counts as written.
-  std::unordered_map<int64_t, uint64_t> table_writes_;  // guarded by writer_mu_
+  // Snapshots: per table id, the Applies that wrote to it since the store
+  // opened (absent: none), and while any snapshot exists the keys they
+  // wrote, so that a restore can tell which tables are still exactly as
+  // saved and which rows of the others changed (storage/README.md,
+  // "Snapshots").
+  struct TableChanges {
+    uint64_t writes = 0;
+    // The keys (encoded) of the writes numbered above `logged_from`, each
+    // with its write's number, oldest first. Bounded by kMaxLoggedKeys:
+    // older entries are dropped and logged_from raised.
+    uint64_t logged_from = 0;
+    struct Key {
+      uint64_t write;
+      std::string pk, rk;
+    };
+    std::vector<Key> keys;
+  };
+  static constexpr size_t kMaxLoggedKeys = 16384;
+  std::unordered_map<int64_t, TableChanges> table_changes_;  // guarded by writer_mu_
+  // Some snapshot exists: writes log their keys. Guarded by writer_mu_.
+  bool log_keys_ = false;
+  // A random number per Open: write counts are those of one incarnation.
   const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer
   // connection ends (committed or not), never before its commit returned.

@@ -140,10 +140,11 @@ struct SnapshotInfo {
 };
 
 // What a Store::RestoreSnapshot did: tables left as they were (unchanged
-// since the save or the last restore of the snapshot), tables whose rows were
-// copied back, and the rows copied.
+// since the save or the last restore of the snapshot), tables whose changed
+// rows were put back, tables copied back whole, and the rows written.
 struct RestoreStats {
   uint64_t tables_kept = 0;
+  uint64_t tables_patched = 0;
   uint64_t tables_copied = 0;
   uint64_t entities_copied = 0;
 };
@@ -224,10 +225,12 @@ class Store {
   virtual Status SaveSnapshot(const std::string& account, const std::string& name,
                               SnapshotInfo* info) = 0;
   // Brings the account back to exactly the state saved as `name`
-  // (kNotFound if none), atomically. Tables written since the save (or
-  // since this snapshot was last restored) are replaced by a copy of their
-  // saved rows; the others are kept as they are, so the cost grows with the
-  // rows of the tables written, not with those of the account.
+  // (kNotFound if none), atomically. Tables not written since the save (or
+  // since this snapshot was last restored) are kept as they are; in a table
+  // written since, the rows written are put back from the snapshot; a table
+  // dropped or re-created since, or with too many writes to tell, is copied
+  // back whole. So the cost grows with what was written, not with the
+  // account.
   virtual Status RestoreSnapshot(const std::string& account, const std::string& name,
                                  RestoreStats* stats) = 0;
   // The account's snapshots in name order.

@@ -115,6 +115,7 @@ HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string
   if (!s.ok()) return ErrorResponse(req, SnapshotError(s));
   nlohmann::json out = {{"name", *name},
                         {"tablesKept", stats.tables_kept},
+                        {"tablesPatched", stats.tables_patched},
                         {"tablesCopied", stats.tables_copied},
                         {"entitiesCopied", stats.entities_copied}};
   return JsonAnswer(req, http::status::ok, out.dump());

@@ -330,8 +330,8 @@ describe('snapshots', () => {
   });
 });
 
-// A 100-entity table restored among untouched ones: only it is copied.
-test('restore copies only the tables written since the save', async () => {
+// Restores do the work of what was written: a row, or a dropped table.
+test('restore puts back only the rows written since the save, and copies only dropped tables', async () => {
   const s = await startServer();
   try {
     const names = ['big1', 'big2', 'touched'];
@@ -345,11 +345,17 @@ test('restore copies only the tables written since the save', async () => {
     assert.equal((await admin('PUT', `/_snapshots/${s.account}/f`, undefined, s)).status, 201);
     await tableClient('touched', noRetries, s).deleteEntity('p0', '0');
     const r = await admin('POST', `/_snapshots/${s.account}/f/restore`, undefined, s);
-    assert.deepEqual(r.json, { name: 'f', tablesKept: 2, tablesCopied: 1, entitiesCopied: 300 });
-    const back = tableClient('touched', noRetries, s).listEntities({ queryOptions: { filter: odata`PartitionKey eq 'p0'` } });
-    let n = 0;
-    for await (const e of back) n += e ? 1 : 0;
-    assert.equal(n, 100);
+    assert.deepEqual(r.json, { name: 'f', tablesKept: 2, tablesPatched: 1, tablesCopied: 0, entitiesCopied: 1 });
+    const count = async () => {
+      let n = 0;
+      for await (const e of tableClient('touched', noRetries, s).listEntities({ queryOptions: { filter: odata`PartitionKey eq 'p0'` } })) n += e ? 1 : 0;
+      return n;
+    };
+    assert.equal(await count(), 100);
+    await tableClient('touched', noRetries, s).deleteTable();
+    const copied = await admin('POST', `/_snapshots/${s.account}/f/restore`, undefined, s);
+    assert.deepEqual(copied.json, { name: 'f', tablesKept: 2, tablesPatched: 0, tablesCopied: 1, entitiesCopied: 300 });
+    assert.equal(await count(), 100);
   } finally {
     await s.stop();
   }
