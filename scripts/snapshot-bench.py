@@ -136,7 +136,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--in-memory", action="store_true")
     opts = parser.parse_args()
-    print("| entities | save | restore, a row written in each table | restore, the big table dropped |")
+    print("| entities | save | restore after a row was inserted in each table "
+          "| restore after \"big\" was dropped |")
     print("| ---: | ---: | ---: | ---: |")
     for n in (int(s) for s in opts.sizes.split(",")):
         save, small, full = measure(os.path.abspath(opts.bin), n, opts.runs, opts.in_memory)
