@@ -1959,14 +1959,17 @@ uint64_t SqliteStore::TableWrites(int64_t table_id) const {
 }
 
 void SqliteStore::LogKey(TableChanges* changes, std::string_view pk, std::string_view rk) {
-  if (changes->keys.size() >= kMaxLoggedKeys) {
+  auto& keys = changes->keys;
+  if (keys.size() >= kMaxLoggedKeys || changes->key_bytes >= kMaxLoggedKeyBytes) {
     // Drop the older half: a restore to a state before what remains copies
     // the table whole.
-    const size_t drop = changes->keys.size() / 2;
-    changes->logged_from = changes->keys[drop - 1].write;
-    changes->keys.erase(changes->keys.begin(), changes->keys.begin() + static_cast<ptrdiff_t>(drop));
+    const size_t drop = std::max<size_t>(1, keys.size() / 2);
+    changes->logged_from = keys[drop - 1].write;
+    for (size_t i = 0; i < drop; ++i) changes->key_bytes -= keys[i].pk.size() + keys[i].rk.size();
+    keys.erase(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(drop));
   }
-  changes->keys.push_back({changes->writes, std::string(pk), std::string(rk)});
+  keys.push_back({changes->writes, std::string(pk), std::string(rk)});
+  changes->key_bytes += pk.size() + rk.size();
 }
 
 Status SqliteStore::UpdateKeyLogging(Connection* w) {
@@ -1977,6 +1980,7 @@ Status SqliteStore::UpdateKeyLogging(Connection* w) {
   if (!any) {
     for (auto& [id, changes] : table_changes_) {
       changes.keys.clear();
+      changes.key_bytes = 0;
       changes.logged_from = changes.writes;
     }
   }

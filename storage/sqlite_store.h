@@ -346,16 +346,19 @@ class SqliteStore final : public Store {
   struct TableChanges {
     uint64_t writes = 0;
     // The keys (encoded) of the writes numbered above `logged_from`, each
-    // with its write's number, oldest first. Bounded by kMaxLoggedKeys:
-    // older entries are dropped and logged_from raised.
+    // with its write's number, oldest first. Bounded by kMaxLoggedKeys and
+    // kMaxLoggedKeyBytes (keys may be 1 KiB each): the older half is then
+    // dropped and logged_from raised.
     uint64_t logged_from = 0;
     struct Key {
       uint64_t write;
       std::string pk, rk;
     };
     std::vector<Key> keys;
+    size_t key_bytes = 0;  // of `keys`' pk and rk
   };
   static constexpr size_t kMaxLoggedKeys = 16384;
+  static constexpr size_t kMaxLoggedKeyBytes = size_t{4} << 20;
   std::unordered_map<int64_t, TableChanges> table_changes_;  // guarded by writer_mu_
   // Some snapshot exists: writes log their keys. Guarded by writer_mu_.
   bool log_keys_ = false;
