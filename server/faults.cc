@@ -39,7 +39,7 @@ std::optional<std::string> ParseRule(const json& j, const std::string& default_a
                                      bool only_account, FaultRule* rule) {
   if (!j.is_object()) return "a rule must be a JSON object";
   static constexpr std::string_view kFields[] = {
-      "account", "operation", "table", "partitionKey", "status", "code",       "message",
+      "account", "operation", "table", "partitionKey", "status",      "code", "message",
       "delayMs", "drop",      "count", "skip",         "probability", "seed"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -63,11 +63,11 @@ std::optional<std::string> ParseRule(const json& j, const std::string& default_a
   rule->account = default_account;
   std::string drop, code;
   uint64_t status = 0, delay_ms = 0;
-  for (auto err : {text("account", &rule->account), text("operation", &rule->operation),
-                   text("table", &rule->table), text("message", &rule->message),
-                   text("drop", &drop), text("code", &code), number("status", &status),
-                   number("delayMs", &delay_ms), number("count", &rule->count),
-                   number("skip", &rule->skip), number("seed", &rule->seed)}) {
+  for (auto err :
+       {text("account", &rule->account), text("operation", &rule->operation),
+        text("table", &rule->table), text("message", &rule->message), text("drop", &drop),
+        text("code", &code), number("status", &status), number("delayMs", &delay_ms),
+        number("count", &rule->count), number("skip", &rule->skip), number("seed", &rule->seed)}) {
     if (err) return err;
   }
   if (only_account && rule->account != default_account) {
@@ -159,8 +159,9 @@ std::string_view FaultActionName(FaultAction action) {
   return "unknown";
 }
 
-std::optional<std::string> ParseFaultRules(std::string_view text, const std::string& default_account,
-                                           bool only_account, std::vector<FaultRule>* out) {
+std::optional<std::string> ParseFaultRules(std::string_view text,
+                                           const std::string& default_account, bool only_account,
+                                           std::vector<FaultRule>* out) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return "the body is not valid JSON";
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array()) {
@@ -242,8 +243,8 @@ std::string FaultInjector::RenderMetrics() const {
       "action.\n# TYPE cerulean_faults_injected_total counter\n";
   std::lock_guard lock(mu_);
   for (const auto& [key, n] : injected_) {
-    out += "cerulean_faults_injected_total{operation=\"" + key.first + "\",action=\"" +
-           key.second + "\"} " + std::to_string(n) + "\n";
+    out += "cerulean_faults_injected_total{operation=\"" + key.first + "\",action=\"" + key.second +
+           "\"} " + std::to_string(n) + "\n";
   }
   return out;
 }

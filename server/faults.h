@@ -56,8 +56,9 @@ struct FaultRule {
 // Parses {"rules": [...]} (README, "Testing with Cerulean"). A rule without
 // "account" belongs to `default_account`; with `only_account` set, a rule
 // naming another account is an error. Returns an error message, or nullopt.
-std::optional<std::string> ParseFaultRules(std::string_view json, const std::string& default_account,
-                                           bool only_account, std::vector<FaultRule>* out);
+std::optional<std::string> ParseFaultRules(std::string_view json,
+                                           const std::string& default_account, bool only_account,
+                                           std::vector<FaultRule>* out);
 
 // A fired rule's instructions for one request.
 struct Fault {

@@ -54,8 +54,7 @@ TEST_CASE("faults: bad rules are refused with a reason") {
   CHECK(ParseError(R"({"rule":[]})") == "expected {\"rules\": [ ... ]}");
   CHECK(ParseError(R"({"rules":[{"operation":"InsertEntity"}]})").find("needs an action") !=
         std::string::npos);
-  CHECK(ParseError(R"({"rules":[{"code":"NoSuchCode"}]})").find("NoSuchCode") !=
-        std::string::npos);
+  CHECK(ParseError(R"({"rules":[{"code":"NoSuchCode"}]})").find("NoSuchCode") != std::string::npos);
   CHECK(ParseError(R"({"rules":[{"status":500,"code":"ServerBusy"}]})").find("status 500") !=
         std::string::npos);
   CHECK(ParseError(R"({"rules":[{"operation":"Frobnicate","delayMs":1}]})") != "");

@@ -48,8 +48,9 @@ void Logger::Access(const Request& req, const HttpResponse& res, double ms) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3fms", ms);
     line = time + " " + req.request_id + " " + (req.account.empty() ? "-" : req.account) + " " +
-           std::string(op) + " " + std::string(req.http.method_string()) + " " + std::to_string(res.result_int()) +
-           " " + buf + (req.fault.empty() ? "" : " fault=" + std::string(req.fault)) + "\n";
+           std::string(op) + " " + std::string(req.http.method_string()) + " " +
+           std::to_string(res.result_int()) + " " + buf +
+           (req.fault.empty() ? "" : " fault=" + std::string(req.fault)) + "\n";
   }
   std::lock_guard lock(mu_);
   if (access_) {

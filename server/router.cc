@@ -745,7 +745,8 @@ void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& 
     if (!write.ops.empty()) pk = write.ops.front().entity.partition_key;
     if (auto fault = DecideFault(ctx, *a, write.table, pk)) {
       auto held = std::make_shared<PendingWrite>(std::move(write));
-      return InjectFault(ctx, a, std::move(*fault), [&ctx, a, held] { CommitAsync(ctx, a, *held); });
+      return InjectFault(ctx, a, std::move(*fault),
+                         [&ctx, a, held] { CommitAsync(ctx, a, *held); });
     }
   }
   CommitAsync(ctx, a, write);

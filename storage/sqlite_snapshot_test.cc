@@ -66,7 +66,9 @@ void Write(Store& store, const std::string& table, std::vector<WriteOp> ops) {
   REQUIRE(store.Apply("acct", table, ops, &result, &error).ok());
 }
 
-Property Str(std::string name, std::string v) { return {std::move(name), Value::String(std::move(v))}; }
+Property Str(std::string name, std::string v) {
+  return {std::move(name), Value::String(std::move(v))};
+}
 
 TEST_CASE_TEMPLATE("snapshot: restore brings back tables, entities, ETags, ACLs, properties", B,
                    FileStore, MemoryStore) {
@@ -76,7 +78,8 @@ TEST_CASE_TEMPLATE("snapshot: restore brings back tables, entities, ETags, ACLs,
   REQUIRE(store->CreateTable("acct", "kept").ok());
   REQUIRE(store->CreateTable("other", "Orders").ok());
   for (int i = 0; i < 50; ++i) {
-    Write(*store, "Orders", {Insert("p" + std::to_string(i % 3), std::to_string(i), {Str("v", "a")})});
+    Write(*store, "Orders",
+          {Insert("p" + std::to_string(i % 3), std::to_string(i), {Str("v", "a")})});
   }
   Write(*store, "kept", {Insert("k", "1", {Str("x", "y")})});
   REQUIRE(store->SetTableAcl("acct", "Orders", "<acl>1</acl>").ok());
@@ -105,8 +108,8 @@ TEST_CASE_TEMPLATE("snapshot: restore brings back tables, entities, ETags, ACLs,
   REQUIRE(store->RestoreSnapshot("acct", "fixture", &stats).ok());
   CHECK(Dump(*store, "acct") == before);
   CHECK(Dump(*store, "other") == other_before);
-  CHECK(stats.tables_copied == 1);   // "kept", dropped since
-  CHECK(stats.tables_patched == 1);  // "Orders": three rows written since
+  CHECK(stats.tables_copied == 1);    // "kept", dropped since
+  CHECK(stats.tables_patched == 1);   // "Orders": three rows written since
   CHECK(stats.entities_copied == 3);  // kept/1 and two of the Orders rows (one is only deleted)
 
   // Writes after a restore get timestamps above every restored one.
@@ -229,7 +232,8 @@ TEST_CASE_TEMPLATE("snapshot: a table whose key log was cut is copied whole", B,
   const std::string saved = Dump(*store, "acct");
   // Ten keys, written often enough that the oldest writes leave the log.
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 10; ++i) ops.push_back(Op(WriteKind::kInsertOrReplace, "p", std::to_string(i), {}));
+  for (int i = 0; i < 10; ++i)
+    ops.push_back(Op(WriteKind::kInsertOrReplace, "p", std::to_string(i), {}));
   for (int n = 0; n < 1700; ++n) Write(*store, "t", ops);
   RestoreStats stats;
   REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());

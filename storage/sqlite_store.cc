@@ -592,7 +592,6 @@ SqliteStore::~SqliteStore() {
   if (opened && !options_.in_memory) CarryWriteCounts();
 }
 
-
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
   if (!options.in_memory && options.path.empty()) {
     return Status::InvalidArgument("SqliteStore: no path and not in_memory");
@@ -1923,7 +1922,6 @@ Result<uint64_t> SqliteStore::CountPendingReapsForTesting() {
   if (rc != SQLITE_ROW) return SqlStatus(lease.conn()->db, rc, "count");
   return static_cast<uint64_t>(stmt.ColumnInt64(0));
 }
-
 
 // ---------------------------------------------------------------------------
 // Snapshots (storage/README.md, "Snapshots").

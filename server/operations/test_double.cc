@@ -51,7 +51,8 @@ HttpResponse HandleFaults(const ServerContext& ctx, Request& req, std::string_vi
   if (rest.find('/') != std::string_view::npos) {
     return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
   }
-  if (auto err = AuthorizeAdmin(ctx, req, rest, Operation::kFaults, allowed)) return std::move(*err);
+  if (auto err = AuthorizeAdmin(ctx, req, rest, Operation::kFaults, allowed))
+    return std::move(*err);
   if (ctx.faults == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
   if (m == http::verb::put) {
     std::vector<FaultRule> rules;
