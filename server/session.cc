@@ -76,7 +76,8 @@ bool IsQuick(const HttpRequest& req) {
     return false;
   }
   std::string_view target = req.target();
-  // /_metrics may count every entity: it goes to the blocking pool.
+  // /_metrics may count every entity and /_snapshots copy them: they go to
+  // the blocking pool.
   if (target.starts_with("/_")) {
     return !target.starts_with("/_metrics") && !target.starts_with("/_snapshots");
   }
