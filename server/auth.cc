@@ -519,6 +519,8 @@ std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::strin
     case Operation::kPreflight:
       return std::nullopt;
     case Operation::kResetAccount:
+    case Operation::kFaults:
+    case Operation::kSnapshots:
       return ErrorReply(AzureError::kAuthorizationFailure);
   }
   return std::nullopt;

@@ -144,6 +144,8 @@ constexpr Entry kErrorTable[] = {
      {500, "InternalError",
       "Server encountered an internal error. Please try again after some time."}},
     {AzureError::kServerBusy, {503, "ServerBusy", "The server is busy."}},
+    {AzureError::kOperationTimedOut,
+     {500, "OperationTimedOut", "The operation could not be completed within the permitted time."}},
 };
 
 }  // namespace
@@ -153,6 +155,13 @@ const ErrorInfo& Describe(AzureError error) {
     if (e.error == error) return e.info;
   }
   return Describe(AzureError::kInternalError);
+}
+
+std::optional<AzureError> ErrorFromCode(std::string_view code, int status) {
+  for (const auto& e : kErrorTable) {
+    if (e.info.code == code && (status == 0 || e.info.status == status)) return e.error;
+  }
+  return std::nullopt;
 }
 
 std::string_view ErrorReply::Message() const {

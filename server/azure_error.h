@@ -3,6 +3,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -65,6 +66,7 @@ enum class AzureError {
   kResourceNotFoundAccount,  // wire code AccountNotFound
   kInternalError,
   kServerBusy,
+  kOperationTimedOut,
 };
 
 struct ErrorInfo {
@@ -84,6 +86,10 @@ struct ErrorReply {
   ErrorReply(AzureError e, std::string m = {}) : error(e), message(std::move(m)) {}  // NOLINT
   std::string_view Message() const;
 };
+
+// The error whose wire code is `code` (and whose status is `status`, when
+// not 0), or nullopt.
+std::optional<AzureError> ErrorFromCode(std::string_view code, int status);
 
 // Maps a storage Status (not ok) to the Azure error for an entity or table
 // operation.

@@ -14,7 +14,9 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "Usage: cerulean [options]                      run the Table service\n"
       "       cerulean export [--table T...] [--file F] write tables as JSON Lines\n"
       "       cerulean import [--file F]               load JSON Lines\n"
-      "       cerulean reset                           delete all tables of the account\n\n"
+      "       cerulean reset                           delete all tables of the account\n"
+      "       cerulean snapshot save|restore|delete NAME | list\n"
+      "                                                snapshots of the account, offline\n\n"
       "Options (compatible with azurite-table)");
   desc.add_options()("tableHost", po::value(&out->host)->default_value(out->host),
                      "address to listen on")("tablePort",
@@ -43,10 +45,12 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "oauth", po::value(&out->oauth),
       "accept OAuth bearer tokens: 'basic' checks issuer, audience and lifetime, not the "
       "signature; needs --cert")(
+      "faults", po::value(&out->faults_file),
+      "set the fault rules of FILE ({\"rules\": [...]}, as PUT /_faults) at start-up")(
       "seed", po::value(&out->seed_dir),
       "import every *.jsonl file of DIR at start-up (table = file name)")(
       "account", po::value(&out->account),
-      "export/import/reset: the account (default devstoreaccount1)")(
+      "export/import/reset/snapshot: the account (default devstoreaccount1)")(
       "table", po::value(&out->tables)->multitoken(), "export: only these tables")(
       "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
       "version,v", po::bool_switch(&out->version), "print the version")(

@@ -24,6 +24,7 @@ struct CliOptions {
   std::string key;
   std::string pwd;
   std::string oauth;  // "basic" or empty
+  std::string faults_file;  // --faults: fault rules set at start-up (faults.h)
   // export / import / reset subcommands.
   std::string account;
   std::vector<std::string> tables;

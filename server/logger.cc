@@ -38,13 +38,19 @@ void Logger::Access(const Request& req, const HttpResponse& res, double ms) {
     line += ",\"status\":" + std::to_string(res.result_int());
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", ms);
-    line += ",\"latencyMs\":" + std::string(buf) + "}\n";
+    line += ",\"latencyMs\":" + std::string(buf);
+    if (!req.fault.empty()) {
+      line += ",\"fault\":";
+      AppendJsonString(&line, req.fault);
+    }
+    line += "}\n";
   } else {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3fms", ms);
     line = time + " " + req.request_id + " " + (req.account.empty() ? "-" : req.account) + " " +
-           std::string(op) + " " + std::string(req.http.method_string()) + " " + std::to_string(res.result_int()) +
-           " " + buf + "\n";
+           std::string(op) + " " + std::string(req.http.method_string()) + " " +
+           std::to_string(res.result_int()) + " " + buf +
+           (req.fault.empty() ? "" : " fault=" + std::string(req.fault)) + "\n";
   }
   std::lock_guard lock(mu_);
   if (access_) {

@@ -14,18 +14,22 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "server/blocking_pool.h"
 #include "server/cli.h"
+#include "server/faults.h"
 #include "server/fixtures.h"
 #include "server/listener.h"
 #include "server/logger.h"
 #include "server/metrics.h"
+#include "server/operations/test_double.h"
 #include "server/page_prefetch.h"
 #include "server/request.h"
 #include "server/tls.h"
+#include "storage/edm_text.h"
 #include "storage/sqlite_store.h"
 
 namespace {
@@ -82,14 +86,107 @@ bool Seed(storage::Store& store, const std::string& dir) {
   return true;
 }
 
+// Sets the fault rules of `path` (--faults).
+bool LoadFaults(const std::string& path, const server::Accounts& accounts,
+                server::FaultInjector* faults) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    std::fprintf(stderr, "cerulean: --faults %s: cannot read it\n", path.c_str());
+    return false;
+  }
+  std::vector<server::FaultRule> rules;
+  if (auto err =
+          server::ParseFaultRules(text.str(), std::string(server::kDevAccount), false, &rules)) {
+    std::fprintf(stderr, "cerulean: --faults %s: %s\n", path.c_str(), err->c_str());
+    return false;
+  }
+  for (const auto& rule : rules) {
+    if (accounts.Find(rule.account) == nullptr) {
+      std::fprintf(stderr, "cerulean: --faults %s: no account '%s'\n", path.c_str(),
+                   rule.account.c_str());
+      return false;
+    }
+  }
+  faults->Set(std::move(rules));
+  return true;
+}
+
+// Checks the words after `cerulean snapshot`: an error message, or "".
+std::string CheckSnapshotArgs(const std::vector<std::string>& args) {
+  const std::string action = args.empty() ? "" : args[0];
+  if (action == "list") return args.size() == 1 ? "" : "list takes no NAME";
+  if (action != "save" && action != "restore" && action != "delete") {
+    return "expected save, restore or delete NAME, or list";
+  }
+  if (args.size() != 2 || !server::ValidSnapshotName(args[1])) {
+    return action + " needs a NAME of 1 to 128 letters, digits, '.', '_' or '-'";
+  }
+  return "";
+}
+
+// cerulean snapshot save|restore|delete NAME | list: the /_snapshots
+// operations on a store no server has open. REQUIRES: CheckSnapshotArgs(args)
+// is empty.
+int RunSnapshotTool(storage::Store& store, const std::string& account,
+                    const std::vector<std::string>& args) {
+  const std::string& action = args[0];
+  storage::Status s;
+  if (action == "list") {
+    std::vector<storage::SnapshotInfo> list;
+    s = store.ListSnapshots(account, &list);
+    for (const auto& info : list) {
+      std::printf("%s\t%s\t%llu tables\t%llu entities\n", info.name.c_str(),
+                  storage::FormatDateTime(info.created).c_str(),
+                  static_cast<unsigned long long>(info.tables),
+                  static_cast<unsigned long long>(info.entities));
+    }
+  } else if (action == "save") {
+    storage::SnapshotInfo info;
+    s = store.SaveSnapshot(account, args[1], &info);
+    if (s.ok()) {
+      std::fprintf(stderr, "saved %s: %llu tables, %llu entities\n", args[1].c_str(),
+                   static_cast<unsigned long long>(info.tables),
+                   static_cast<unsigned long long>(info.entities));
+    }
+  } else if (action == "restore") {
+    storage::RestoreStats stats;
+    s = store.RestoreSnapshot(account, args[1], &stats);
+    if (s.ok()) {
+      std::fprintf(stderr,
+                   "restored %s: %llu tables kept, %llu patched, %llu copied (%llu entities)\n",
+                   args[1].c_str(), static_cast<unsigned long long>(stats.tables_kept),
+                   static_cast<unsigned long long>(stats.tables_patched),
+                   static_cast<unsigned long long>(stats.tables_copied),
+                   static_cast<unsigned long long>(stats.entities_copied));
+    }
+  } else {
+    s = store.DeleteSnapshot(account, args[1]);
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "cerulean snapshot %s: %s\n", action.c_str(), s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 // cerulean export|import|reset [--location DIR] [--account A] [--table T] [--file F]
-int RunTool(const std::string& command, const server::CliOptions& cli) {
+int RunTool(const std::string& command, const server::CliOptions& cli,
+            const std::vector<std::string>& args) {
+  if (command == "snapshot") {
+    if (std::string err = CheckSnapshotArgs(args); !err.empty()) {
+      std::fprintf(stderr, "cerulean snapshot: %s\n", err.c_str());
+      return 2;
+    }
+  }
   auto store = OpenStore(cli);
   if (!store.ok()) {
     std::fprintf(stderr, "cerulean: cannot open storage: %s\n", store.status().ToString().c_str());
     return 1;
   }
   const std::string account = cli.account.empty() ? std::string(server::kDevAccount) : cli.account;
+  if (command == "snapshot") return RunSnapshotTool(**store, account, args);
   size_t count = 0;
   storage::Status s;
   if (command == "export") {
@@ -171,6 +268,9 @@ int Serve(const server::CliOptions& cli) {
   ctx.logger = &logger;
   server::PagePrefetcher prefetcher;
   ctx.prefetcher = &prefetcher;
+  server::FaultInjector faults;
+  ctx.faults = &faults;
+  if (!cli.faults_file.empty() && !LoadFaults(cli.faults_file, ctx.accounts, &faults)) return 1;
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
@@ -274,6 +374,19 @@ int main(int argc, char** argv) {
     ++argv;
     argv[0] = const_cast<char*>("cerulean");
   }
+  // cerulean snapshot ACTION [NAME] [options]
+  std::vector<std::string> args;
+  if (argc > 1 && std::string_view(argv[1]) == "snapshot") {
+    command = argv[1];
+    int words = 1;
+    while (words < 3 && argc > words + 1 && argv[words + 1][0] != '-') {
+      args.emplace_back(argv[words + 1]);
+      ++words;
+    }
+    argc -= words;
+    argv += words;
+    argv[0] = const_cast<char*>("cerulean");
+  }
   if (auto err = server::ParseCli(argc, argv, &cli)) {
     std::fprintf(stderr, "cerulean: %s\n\n%s", err->c_str(), cli.help_text.c_str());
     return 2;
@@ -286,6 +399,6 @@ int main(int argc, char** argv) {
     std::printf("cerulean %s\n", CERULEAN_VERSION);
     return 0;
   }
-  if (!command.empty()) return RunTool(command, cli);
+  if (!command.empty()) return RunTool(command, cli, args);
   return Serve(cli);
 }

@@ -10,7 +10,7 @@
 namespace cerulean::server {
 
 namespace {
-constexpr size_t kAdminSlot = static_cast<size_t>(Operation::kResetAccount) + 1;
+constexpr size_t kAdminSlot = static_cast<size_t>(Operation::kSnapshots) + 1;
 }  // namespace
 
 void Metrics::Record(const Request& req, int status, double ms) {

@@ -97,6 +97,10 @@ std::string_view OperationName(Operation op) {
       return "Preflight";
     case Operation::kResetAccount:
       return "ResetAccount";
+    case Operation::kFaults:
+      return "Faults";
+    case Operation::kSnapshots:
+      return "Snapshots";
   }
   return "Unknown";
 }

@@ -82,6 +82,7 @@ inline constexpr std::string_view kFirstAtomlessVersion = "2015-12-11";
 class Metrics;
 class Logger;
 class PagePrefetcher;
+class FaultInjector;
 
 struct ServerOptions {
   bool loose = false;
@@ -106,6 +107,8 @@ struct ServerContext {
   // writes go through Store::ApplyAsync instead), so that the I/O threads
   // keep serving meanwhile. Null: run on the I/O thread.
   BlockingPool* blocking_pool = nullptr;
+  // Injected faults (faults.h); may be null.
+  FaultInjector* faults = nullptr;
 };
 
 // What the request addresses, after the account segment.
@@ -185,6 +188,8 @@ enum class Operation {
   kGetServiceStats,
   kPreflight,
   kResetAccount,  // POST /_reset/{account}
+  kFaults,        // /_faults/{account}
+  kSnapshots,     // /_snapshots/{account}[/{name}[/restore]]
 };
 std::string_view OperationName(Operation op);
 // Insert, Update, Merge, Delete Entity and the two upserts.
@@ -210,6 +215,8 @@ struct Request {
   bool xml_errors = false;               // answer errors as XML
   AuthGrant grant;                       // what the credentials allow
   std::string peer_address;
+  // The injected fault, for the access log (faults.h); empty if none.
+  std::string_view fault;
 };
 
 // Case-insensitive header value, or empty view.

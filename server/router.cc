@@ -1,5 +1,6 @@
 #include "server/router.h"
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "odata/query.h"
+#include "server/faults.h"
 #include "server/logger.h"
 #include "server/metrics.h"
 #include "server/operations/admin.h"
@@ -249,6 +251,8 @@ OperationResult Dispatch(const ServerContext& ctx, Request& req) {
       return GetServiceStats(ctx, req);
     case Operation::kPreflight:
     case Operation::kResetAccount:
+    case Operation::kFaults:
+    case Operation::kSnapshots:
       break;
   }
   return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
@@ -484,10 +488,12 @@ struct AsyncRequest {
   boost::asio::any_io_executor executor;
   Completion done;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool drop_answer = false;  // FaultAction::kDropAfter: the answer is logged, not sent
 };
 
 void Complete(const ServerContext& ctx, AsyncRequest& a, HttpResponse res) {
   Finish(ctx, a.req, res, a.started);
+  if (a.drop_answer) MarkConnectionDrop(res);
   Completion done = std::move(a.done);
   done(std::move(res));  // last: the request may be gone after it
 }
@@ -650,20 +656,67 @@ HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
   return res;
 }
 
-void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
-                        const std::string& peer_address, boost::asio::any_io_executor executor,
-                        Completion done) {
-  auto a = std::make_shared<AsyncRequest>(http, std::move(executor), std::move(done));
-  a->req.request_id = NewRequestId();
-  a->req.peer_address = peer_address;
-  std::optional<HttpResponse> early;
-  try {
-    early = Prepare(ctx, a->req);
-  } catch (const std::exception&) {
-    early = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
-  }
-  if (early) return Complete(ctx, *a, std::move(*early));
+namespace {
 
+// Commits a prepared write without blocking: the store commits it with
+// whatever else is queued, and the answer is built back on the request's
+// executor.
+void CommitAsync(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a,
+                 PendingWrite& write) {
+  const std::string& account = a->req.account;
+  ctx.store->ApplyAsync(account, std::move(write.table), std::move(write.ops),
+                        [&ctx, a, answer = std::move(write.answer)](storage::ApplyOutcome outcome) {
+                          bool more = outcome.more_in_batch;
+                          HandOn(
+                              a->executor,
+                              [&ctx, a, answer, outcome = std::move(outcome)] {
+                                Complete(ctx, *a,
+                                         Guarded(a->req, [&] { return answer(a->req, outcome); }));
+                              },
+                              more);
+                        });
+}
+
+// Carries out `fault` (faults.h) for request `a`: after its delay (a timer
+// on the request's executor, never a sleep), answers with the error, drops
+// the connection, or runs `proceed` (for kDropAfter, whose answer is then
+// dropped by Complete).
+void InjectFault(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, Fault fault,
+                 std::function<void()> proceed) {
+  a->req.fault = FaultActionName(fault.action);
+  auto act = [&ctx, a, fault, proceed = std::move(proceed)] {
+    switch (fault.action) {
+      case FaultAction::kError:
+        return Complete(ctx, *a, ErrorResponse(a->req, ErrorReply(fault.error, fault.message)));
+      case FaultAction::kDropBefore: {
+        HttpResponse res = MakeResponse(a->req, http::status::unknown);
+        return Complete(ctx, *a, std::move(res));
+      }
+      case FaultAction::kDropAfter:
+        a->drop_answer = true;
+        return proceed();
+      case FaultAction::kNone:
+        return proceed();
+    }
+  };
+  if (fault.delay.count() == 0) return act();
+  auto timer = std::make_shared<boost::asio::steady_timer>(a->executor, fault.delay);
+  timer->async_wait([timer, act = std::move(act)](boost::system::error_code) { act(); });
+}
+
+// The fault, if any, for request `a` addressing `table` (and the entity
+// key `partition_key`, when known).
+std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a,
+                                 std::string_view table,
+                                 std::optional<std::string_view> partition_key) {
+  return ctx.faults->Decide(
+      FaultTarget{a.req.account, OperationName(a.req.op), table, partition_key});
+}
+
+// Everything after Prepare: dispatch on this thread or the blocking pool,
+// commit a write through ApplyAsync. `faults`: fault rules are set
+// (FaultsArmed, read once per request).
+void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
   if (ctx.blocking_pool != nullptr && !RunsInline(a->req)) {
     ctx.blocking_pool->Post([&ctx, a] {
       Complete(ctx, *a,
@@ -686,21 +739,48 @@ void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
     ctx.blocking_pool->Post(std::move(finish));
     return;
   }
-  // A write: the store commits it with whatever else is queued, and the
-  // answer is built back on the request's executor.
   PendingWrite& write = std::get<PendingWrite>(result);
-  const std::string& account = a->req.account;
-  ctx.store->ApplyAsync(account, std::move(write.table), std::move(write.ops),
-                        [&ctx, a, answer = std::move(write.answer)](storage::ApplyOutcome outcome) {
-                          bool more = outcome.more_in_batch;
-                          HandOn(
-                              a->executor,
-                              [&ctx, a, answer, outcome = std::move(outcome)] {
-                                Complete(ctx, *a,
-                                         Guarded(a->req, [&] { return answer(a->req, outcome); }));
-                              },
-                              more);
-                        });
+  // Writes and batches meet their fault here, parsed but not yet applied:
+  // the table and PartitionKey of a $batch or an insert are in its body.
+  if (faults) {
+    std::optional<std::string_view> pk;
+    if (!write.ops.empty()) pk = write.ops.front().entity.partition_key;
+    if (auto fault = DecideFault(ctx, *a, write.table, pk)) {
+      auto held = std::make_shared<PendingWrite>(std::move(write));
+      return InjectFault(ctx, a, std::move(*fault),
+                         [&ctx, a, held] { CommitAsync(ctx, a, *held); });
+    }
+  }
+  CommitAsync(ctx, a, write);
+}
+
+}  // namespace
+
+void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
+                        const std::string& peer_address, boost::asio::any_io_executor executor,
+                        Completion done) {
+  auto a = std::make_shared<AsyncRequest>(http, std::move(executor), std::move(done));
+  a->req.request_id = NewRequestId();
+  a->req.peer_address = peer_address;
+  std::optional<HttpResponse> early;
+  try {
+    early = Prepare(ctx, a->req);
+  } catch (const std::exception&) {
+    early = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
+  }
+  if (early) return Complete(ctx, *a, std::move(*early));
+  // Other operations meet their fault before they run (entity writes and
+  // batches in RunPrepared). The reserved /_ endpoints never do.
+  const bool faults = FaultsArmed(ctx) && !a->req.admin;
+  if (faults && !IsEntityWrite(a->req.op) && a->req.op != Operation::kBatch) {
+    const ResourcePath& path = a->req.path;
+    std::optional<std::string_view> pk;
+    if (path.kind == ResourceKind::kEntity) pk = path.partition_key;
+    if (auto fault = DecideFault(ctx, *a, path.table, pk)) {
+      return InjectFault(ctx, a, std::move(*fault), [&ctx, a] { RunPrepared(ctx, a, false); });
+    }
+  }
+  RunPrepared(ctx, a, faults);
 }
 
 }  // namespace cerulean::server

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "server/faults.h"
 #include "server/listener.h"
 #include "server/logger.h"
 #include "server/page_prefetch.h"
@@ -75,8 +76,11 @@ bool IsQuick(const HttpRequest& req) {
     return false;
   }
   std::string_view target = req.target();
-  // /_metrics may count every entity: it goes to the blocking pool.
-  if (target.starts_with("/_")) return !target.starts_with("/_metrics");
+  // /_metrics may count every entity and /_snapshots copy them: they go to
+  // the blocking pool.
+  if (target.starts_with("/_")) {
+    return !target.starts_with("/_metrics") && !target.starts_with("/_snapshots");
+  }
   size_t query = target.find('?');
   std::string_view path = target.substr(0, query);
   // A point read: "...table(PartitionKey=...,RowKey=...)".
@@ -127,7 +131,9 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
   if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
   request_ = parser_->release();
   large_bodies_ = request_.body().size() > kReadBufferBytes;
-  if (ctx_.blocking_pool == nullptr || IsQuick(request_)) {
+  // With fault rules set, every request goes the asynchronous way, where
+  // faults are decided (a delay must not block this thread).
+  if ((ctx_.blocking_pool == nullptr || IsQuick(request_)) && !FaultsArmed(ctx_)) {
     return Respond(HandleRequest(ctx_, request_, peer_));
   }
   // Anything else may wait on storage: the router answers it without
@@ -146,9 +152,20 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
 template <class Derived>
 void HttpSession<Derived>::Respond(HttpResponse res) {
   request_ = {};
+  if (IsConnectionDrop(res)) return DropConnection();
   bool close = res.need_eof() || g_closing.load();
   if (close) res.keep_alive(false);
   DoWrite(std::move(res), close);
+}
+
+template <class Derived>
+void HttpSession<Derived>::DropConnection() {
+  // An injected fault (faults.h): a reset, as when a connection is lost.
+  --g_in_flight;
+  beast::error_code ec;
+  auto& socket = beast::get_lowest_layer(derived().stream()).socket();
+  socket.set_option(net::socket_base::linger(true, 0), ec);
+  socket.close(ec);
 }
 
 template <class Derived>

@@ -56,6 +56,8 @@ class HttpSession {
   // Sends the answer to request_ (on the session's I/O thread).
   void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
+  // Resets the connection without answering (an injected fault).
+  void DropConnection();
   void OnWrite(bool close, boost::beast::error_code ec, std::size_t bytes);
   // Answers 413 RequestBodyTooLarge for an oversized body, then drains it
   // and closes.

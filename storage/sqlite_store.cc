@@ -11,6 +11,8 @@
 #include <cassert>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -36,7 +38,7 @@ std::string CacheSizePragma(int64_t bytes) {
 
 // PRAGMA user_version of the schema below. persistent: never renumber; a
 // schema change adds a version and a migration step in Init().
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 // persistent: the on-disk schema of version 1 (storage/README.md).
 constexpr const char* kSchemaV1[] = {
@@ -68,6 +70,39 @@ constexpr const char* kSchemaV1[] = {
     "  service_properties TEXT NOT NULL) WITHOUT ROWID",
     // Ids of dropped tables whose entity rows are not yet all deleted.
     "CREATE TABLE doomed_tables(table_id INTEGER PRIMARY KEY)",
+};
+
+// persistent: added by version 2, snapshots (storage/README.md).
+constexpr const char* kSchemaV2[] = {
+    "CREATE TABLE snapshots("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  account TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  created INTEGER NOT NULL,"  // DateTime ticks
+    "  service_properties TEXT)",  // NULL: the account had none
+    "CREATE UNIQUE INDEX snapshots_by_name ON snapshots(account, name)",
+    // One row per table saved; ord numbers the tables of a snapshot.
+    // (live_id, live_writes, live_incarnation): the live table that still
+    // holds exactly the saved rows while its write count is live_writes in
+    // the store incarnation live_incarnation (SqliteStore::table_changes_).
+    "CREATE TABLE snapshot_tables("
+    "  snapshot_id INTEGER NOT NULL,"
+    "  ord INTEGER NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  acl TEXT NOT NULL,"
+    "  entities INTEGER NOT NULL,"
+    "  live_id INTEGER NOT NULL,"
+    "  live_writes INTEGER NOT NULL,"
+    "  live_incarnation INTEGER NOT NULL,"
+    "  PRIMARY KEY(snapshot_id, ord)) WITHOUT ROWID",
+    "CREATE TABLE snapshot_entities("
+    "  snapshot_id INTEGER NOT NULL,"
+    "  ord INTEGER NOT NULL,"
+    "  pk BLOB NOT NULL,"
+    "  rk BLOB NOT NULL,"
+    "  ts INTEGER NOT NULL,"
+    "  props BLOB NOT NULL,"
+    "  PRIMARY KEY(snapshot_id, ord, pk, rk)) WITHOUT ROWID",
 };
 
 // Table names are ASCII; other bytes are left as they are.
@@ -389,6 +424,48 @@ Status LookupTable(Conn* c, const std::string& account, const std::string& table
   return Status::Ok();
 }
 
+// Runs `stmt` to completion.
+Status RunToDone(sqlite3* db, Stmt& stmt, std::string_view what) {
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+  }
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(db, rc, what);
+}
+
+// A blob argument of Execute and Query (a std::string_view binds text).
+struct Blob {
+  std::string_view bytes;
+};
+
+void BindArg(Stmt& stmt, int i, int64_t v) { stmt.BindInt64(i, v); }
+void BindArg(Stmt& stmt, int i, std::string_view v) { stmt.BindText(i, v); }
+void BindArg(Stmt& stmt, int i, Blob v) { stmt.BindBlob(i, v.bytes); }
+
+// Runs `sql` with `args` (int64_t, or text) bound to ?1, ?2, ... to
+// completion.
+template <typename Conn, typename... Args>
+Status Execute(Conn* c, std::string_view sql, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  return RunToDone(c->db, stmt, sql);
+}
+
+// Runs `sql` with `args` bound and calls `row(stmt)` for each row.
+template <typename Conn, typename Row, typename... Args>
+Status Query(Conn* c, std::string_view sql, const Row& row, const Args&... args) {
+  Stmt stmt;
+  Status s = c->Prepare(sql, &stmt);
+  if (!s.ok()) return s;
+  int i = 0;
+  (BindArg(stmt, ++i, args), ...);
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) row(stmt);
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(c->db, rc, sql);
+}
+
 // Decodes a stored row into `*entity`.
 Status DecodeRow(std::string_view pk, std::string_view rk, int64_t ts, std::string_view props,
                  Entity* entity) {
@@ -485,7 +562,12 @@ void BindRange(Stmt* stmt, const std::optional<KeyBound>& lower,
 
 }  // namespace
 
-SqliteStore::SqliteStore(const SqliteStoreOptions& options) : options_(options) {}
+SqliteStore::SqliteStore(const SqliteStoreOptions& options)
+    : options_(options),
+      // Stored as an SQLite INTEGER: 63 bits.
+      incarnation_(((static_cast<uint64_t>(std::random_device{}()) << 32) ^
+                    static_cast<uint64_t>(NowTicks())) &
+                   0x7fffffffffffffff) {}
 
 namespace {
 // Sets `*stopping` under `mu`, wakes `cv`'s waiters and joins `thread`.
@@ -502,10 +584,12 @@ void StopThread(std::mutex& mu, std::condition_variable& cv, bool* stopping, std
 SqliteStore::~SqliteStore() {
   // The committer finishes what is queued first, then the syncer, which the
   // committer fed to the end (callbacks all run), then the background work.
+  const bool opened = committer_.joinable();  // Init got as far as serving writes
   StopThread(group_mu_, group_cv_, &group_stopping_, committer_);
   StopThread(sync_mu_, sync_cv_, &sync_stopping_, syncer_);
   StopThread(checkpoint_mu_, checkpoint_cv_, &checkpoint_stopping_, checkpointer_);
   StopThread(reap_mu_, reap_cv_, &stopping_, reaper_);
+  if (opened && !options_.in_memory) CarryWriteCounts();
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
@@ -620,9 +704,14 @@ Status SqliteStore::Init() {
     return Status::Corruption("database schema version " + std::to_string(version) +
                               " is newer than supported " + std::to_string(kSchemaVersion));
   }
-  if (version == 0) {
+  if (version < kSchemaVersion) {
     s = w->Exec("BEGIN IMMEDIATE");
-    for (const char* sql : kSchemaV1) {
+    if (version < 1) {
+      for (const char* sql : kSchemaV1) {
+        if (s.ok()) s = w->Exec(sql);
+      }
+    }
+    for (const char* sql : kSchemaV2) {
       if (s.ok()) s = w->Exec(sql);
     }
     if (s.ok()) s = w->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
@@ -633,6 +722,14 @@ Status SqliteStore::Init() {
     }
     if (!s.ok()) return s;
   }
+  // Snapshot tables that the last clean close found unwritten hold for this
+  // incarnation too (write counts start at 0). See CarryWriteCounts.
+  s = Execute(w,
+              "UPDATE snapshot_tables SET live_incarnation = ?1, live_writes = 0 "
+              "WHERE live_incarnation = -1",
+              static_cast<int64_t>(incarnation_));
+  if (s.ok()) s = UpdateKeyLogging(w);
+  if (!s.ok()) return s;
 
   if (!options_.in_memory && options_.shared_page_cache_bytes > 0) {
     // Created before the readers open: every connection's whole-page reads
@@ -1245,6 +1342,14 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
     if (!s.ok()) return s;
   }
   *wrote = true;
+  // Counted before any row changes: a failure below only over-counts.
+  TableChanges& changes = table_changes_[id];
+  changes.writes += 1;
+  if (log_keys_) {
+    for (const Planned& plan : planned) LogKey(&changes, plan.pk, plan.rk);
+  } else {
+    changes.logged_from = changes.writes;
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const Planned& plan = planned[i];
     const bool insert = ops[i].kind == WriteKind::kInsert;
@@ -1807,6 +1912,336 @@ Result<uint64_t> SqliteStore::CountPendingReapsForTesting() {
   int rc = stmt.Step();
   if (rc != SQLITE_ROW) return SqlStatus(lease.conn()->db, rc, "count");
   return static_cast<uint64_t>(stmt.ColumnInt64(0));
+}
+
+// ---------------------------------------------------------------------------
+// Snapshots (storage/README.md, "Snapshots").
+
+namespace {
+
+// The id of snapshot `name` of `account`, or kNotFound.
+template <typename Conn>
+Status LookupSnapshot(Conn* c, const std::string& account, const std::string& name, int64_t* id) {
+  *id = 0;
+  Status s = Query(
+      c, "SELECT id FROM snapshots WHERE account = ?1 AND name = ?2",
+      [&](Stmt& row) { *id = row.ColumnInt64(0); }, std::string_view(account),
+      std::string_view(name));
+  if (s.ok() && *id == 0) return Status::NotFound("snapshot " + name);
+  return s;
+}
+
+// Deletes snapshot `id` and its rows.
+template <typename Conn>
+Status DropSnapshot(Conn* c, int64_t id) {
+  Status s = Execute(c, "DELETE FROM snapshot_entities WHERE snapshot_id = ?1", id);
+  if (s.ok()) s = Execute(c, "DELETE FROM snapshot_tables WHERE snapshot_id = ?1", id);
+  if (s.ok()) s = Execute(c, "DELETE FROM snapshots WHERE id = ?1", id);
+  return s;
+}
+
+}  // namespace
+
+uint64_t SqliteStore::TableWrites(int64_t table_id) const {
+  auto it = table_changes_.find(table_id);
+  return it == table_changes_.end() ? 0 : it->second.writes;
+}
+
+void SqliteStore::LogKey(TableChanges* changes, std::string_view pk, std::string_view rk) {
+  auto& keys = changes->keys;
+  if (keys.size() >= kMaxLoggedKeys || changes->key_bytes >= kMaxLoggedKeyBytes) {
+    // Drop the older half: a restore to a state before what remains copies
+    // the table whole.
+    const size_t drop = std::max<size_t>(1, keys.size() / 2);
+    changes->logged_from = keys[drop - 1].write;
+    for (size_t i = 0; i < drop; ++i) changes->key_bytes -= keys[i].pk.size() + keys[i].rk.size();
+    keys.erase(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(drop));
+  }
+  keys.push_back({changes->writes, std::string(pk), std::string(rk)});
+  changes->key_bytes += pk.size() + rk.size();
+}
+
+Status SqliteStore::UpdateKeyLogging(Connection* w) {
+  bool any = false;
+  Status s = Query(w, "SELECT 1 FROM snapshots LIMIT 1", [&](Stmt&) { any = true; });
+  if (!s.ok()) return s;
+  log_keys_ = any;
+  if (!any) {
+    for (auto& [id, changes] : table_changes_) {
+      changes.keys.clear();
+      changes.key_bytes = 0;
+      changes.logged_from = changes.writes;
+    }
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::SaveSnapshot(const std::string& account, const std::string& name,
+                                 SnapshotInfo* info) {
+  SnapshotInfo saved;
+  saved.name = name;
+  const std::string_view acct(account);
+  Status status = WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (s.ok()) s = DropSnapshot(w, id);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+    saved.created = NowTicks();
+    s = Execute(w,
+                "INSERT INTO snapshots(account, name, created, service_properties) SELECT ?1, "
+                "?2, ?3, (SELECT service_properties FROM accounts WHERE account = ?1)",
+                acct, std::string_view(name), saved.created);
+    if (!s.ok()) return s;
+    id = sqlite3_last_insert_rowid(w->db);
+    struct Table {
+      int64_t id;
+      std::string name, acl;
+    };
+    std::vector<Table> tables;
+    s = Query(
+        w, "SELECT id, name, acl FROM tables WHERE account = ?1 ORDER BY id",
+        [&](Stmt& row) {
+          tables.push_back(
+              {row.ColumnInt64(0), std::string(row.ColumnText(1)), std::string(row.ColumnText(2))});
+        },
+        acct);
+    for (int64_t ord = 0; s.ok() && ord < static_cast<int64_t>(tables.size()); ++ord) {
+      const Table& t = tables[static_cast<size_t>(ord)];
+      s = Execute(w,
+                  "INSERT INTO snapshot_entities(snapshot_id, ord, pk, rk, ts, props) "
+                  "SELECT ?1, ?2, pk, rk, ts, props FROM entities WHERE table_id = ?3",
+                  id, ord, t.id);
+      if (!s.ok()) break;
+      const int64_t rows = sqlite3_changes64(w->db);
+      s = Execute(w,
+                  "INSERT INTO snapshot_tables(snapshot_id, ord, name, acl, entities, live_id, "
+                  "live_writes, live_incarnation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                  id, ord, std::string_view(t.name), std::string_view(t.acl), rows, t.id,
+                  static_cast<int64_t>(TableWrites(t.id)), static_cast<int64_t>(incarnation_));
+      saved.tables += 1;
+      saved.entities += static_cast<uint64_t>(rows);
+    }
+    if (s.ok()) log_keys_ = true;
+    return s;
+  });
+  if (status.ok() && info != nullptr) *info = std::move(saved);
+  return status;
+}
+
+Status SqliteStore::RestoreSnapshot(const std::string& account, const std::string& name,
+                                    RestoreStats* stats) {
+  RestoreStats done;
+  bool doomed = false;
+  const std::string_view acct(account);
+  Status status = WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (!s.ok()) return s;
+    struct Saved {
+      int64_t ord;
+      std::string name, acl;
+      int64_t entities, live_id, live_writes, live_incarnation;
+      bool kept = false;  // the live table live_id is this one, or is patched into it
+    };
+    std::vector<Saved> saved;
+    s = Query(
+        w,
+        "SELECT ord, name, acl, entities, live_id, live_writes, live_incarnation "
+        "FROM snapshot_tables WHERE snapshot_id = ?1 ORDER BY ord",
+        [&](Stmt& row) {
+          saved.push_back({row.ColumnInt64(0), std::string(row.ColumnText(1)),
+                           std::string(row.ColumnText(2)), row.ColumnInt64(3), row.ColumnInt64(4),
+                           row.ColumnInt64(5), row.ColumnInt64(6)});
+        },
+        id);
+    // Live tables: kept iff still exactly the saved one, else dropped.
+    std::unordered_map<int64_t, std::string> live;  // id -> name
+    if (s.ok()) {
+      s = Query(
+          w, "SELECT id, name FROM tables WHERE account = ?1",
+          [&](Stmt& row) { live.emplace(row.ColumnInt64(0), std::string(row.ColumnText(1))); },
+          acct);
+    }
+    if (!s.ok()) return s;
+    // A live table is kept (and patched if written) iff it is still the
+    // one the snapshot table's rows were saved from or restored into.
+    for (Saved& t : saved) {
+      auto it = live.find(t.live_id);
+      t.kept = it != live.end() && it->second == t.name &&
+               static_cast<uint64_t>(t.live_incarnation) == incarnation_;
+      if (t.kept) live.erase(it);
+    }
+    for (const auto& [table_id, table_name] : live) {
+      s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", table_id);
+      if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", table_id);
+      if (!s.ok()) return s;
+      doomed = true;
+    }
+    for (const Saved& t : saved) {
+      if (t.kept) {
+        s = Execute(w, "UPDATE tables SET acl = ?2 WHERE id = ?1", t.live_id,
+                    std::string_view(t.acl));
+        bool restored = false;
+        if (s.ok()) {
+          s = PatchTable(w, id, t.ord, t.live_id, t.live_writes, t.entities, &done, &restored);
+        }
+        if (!s.ok()) return s;
+        if (restored) continue;
+        // Copied whole instead: the live table goes.
+        s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", t.live_id);
+        if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", t.live_id);
+        if (!s.ok()) return s;
+        doomed = true;
+      }
+      // A fresh table id (AUTOINCREMENT: above every other), so the copy
+      // appends to the end of the entities B-tree.
+      {
+        Stmt stmt;
+        s = w->Prepare(
+            "INSERT INTO tables(account, name, name_lower, name_key, acl) "
+            "VALUES (?1, ?2, ?3, ?4, ?5)",
+            &stmt);
+        if (!s.ok()) return s;
+        stmt.BindText(1, account);
+        stmt.BindText(2, t.name);
+        stmt.BindText(3, LowerAscii(t.name));
+        stmt.BindBlob(4, EncodeKey(t.name));
+        stmt.BindText(5, t.acl);
+        s = RunToDone(w->db, stmt, "restore table");
+        if (!s.ok()) return s;
+      }
+      const int64_t table_id = sqlite3_last_insert_rowid(w->db);
+      s = Execute(w,
+                  "INSERT INTO entities(table_id, pk, rk, ts, props) SELECT ?1, pk, rk, ts, props "
+                  "FROM snapshot_entities WHERE snapshot_id = ?2 AND ord = ?3",
+                  table_id, id, t.ord);
+      if (!s.ok()) return s;
+      done.entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
+      // The new table holds exactly the saved rows: the next restore of
+      // this snapshot keeps it unless it is written meanwhile.
+      s = Execute(w,
+                  "UPDATE snapshot_tables SET live_id = ?3, live_writes = 0, "
+                  "live_incarnation = ?4 WHERE snapshot_id = ?1 AND ord = ?2",
+                  id, t.ord, table_id, static_cast<int64_t>(incarnation_));
+      if (!s.ok()) return s;
+      done.tables_copied += 1;
+    }
+    s = Execute(w,
+                "INSERT OR REPLACE INTO accounts(account, service_properties) SELECT ?1, "
+                "service_properties FROM snapshots WHERE id = ?2 AND service_properties IS NOT "
+                "NULL",
+                acct, id);
+    if (s.ok() && sqlite3_changes64(w->db) == 0) {
+      s = Execute(w, "DELETE FROM accounts WHERE account = ?1", acct);
+    }
+    return s;
+  });
+  if (doomed) WakeReaper();
+  if (status.ok() && stats != nullptr) *stats = done;
+  return status;
+}
+
+Status SqliteStore::PatchTable(Connection* w, int64_t snapshot_id, int64_t ord, int64_t live_id,
+                               int64_t live_writes, int64_t entities, RestoreStats* stats,
+                               bool* done) {
+  *done = false;
+  TableChanges& changes = table_changes_[live_id];
+  const uint64_t since = static_cast<uint64_t>(live_writes);
+  if (changes.writes == since) {
+    stats->tables_kept += 1;
+    *done = true;
+    return Status::Ok();
+  }
+  if (changes.writes < since || changes.logged_from > since) return Status::Ok();
+  std::set<std::pair<std::string_view, std::string_view>> keys;
+  for (const auto& key : changes.keys) {
+    if (key.write > since) keys.emplace(key.pk, key.rk);
+  }
+  // Past this, one INSERT ... SELECT of the whole table is cheaper than a
+  // delete and a lookup per key.
+  if (keys.size() > std::max<size_t>(1000, static_cast<size_t>(entities) / 4)) {
+    return Status::Ok();
+  }
+  Status s;
+  for (const auto& [pk, rk] : keys) {
+    s = Execute(w, "DELETE FROM entities WHERE table_id = ?1 AND pk = ?2 AND rk = ?3", live_id,
+                Blob{pk}, Blob{rk});
+    if (!s.ok()) return s;
+    s = Execute(w,
+                "INSERT INTO entities(table_id, pk, rk, ts, props) SELECT ?1, pk, rk, ts, props "
+                "FROM snapshot_entities WHERE snapshot_id = ?2 AND ord = ?3 AND pk = ?4 AND "
+                "rk = ?5",
+                live_id, snapshot_id, ord, Blob{pk}, Blob{rk});
+    if (!s.ok()) return s;
+    stats->entities_copied += static_cast<uint64_t>(sqlite3_changes64(w->db));
+  }
+  // The rows put back are a write like any other: other snapshots' restores
+  // must put them back too. (The views in `keys` point into changes.keys,
+  // which LogKey may reorder: copy them first.)
+  std::vector<std::pair<std::string, std::string>> written(keys.begin(), keys.end());
+  changes.writes += 1;
+  for (const auto& [pk, rk] : written) LogKey(&changes, pk, rk);
+  s = Execute(w, "UPDATE snapshot_tables SET live_writes = ?3 WHERE snapshot_id = ?1 AND ord = ?2",
+              snapshot_id, ord, static_cast<int64_t>(changes.writes));
+  if (!s.ok()) return s;
+  stats->tables_patched += 1;
+  *done = true;
+  return Status::Ok();
+}
+
+Status SqliteStore::ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) {
+  out->clear();
+  ReadLease lease(this);
+  return Query(
+      lease.conn(),
+      "SELECT s.name, s.created, COUNT(t.ord), COALESCE(SUM(t.entities), 0) FROM snapshots s "
+      "LEFT JOIN snapshot_tables t ON t.snapshot_id = s.id WHERE s.account = ?1 "
+      "GROUP BY s.id ORDER BY s.name",
+      [&](Stmt& row) {
+        out->push_back({std::string(row.ColumnText(0)), row.ColumnInt64(1),
+                        static_cast<uint64_t>(row.ColumnInt64(2)),
+                        static_cast<uint64_t>(row.ColumnInt64(3))});
+      },
+      std::string_view(account));
+}
+
+Status SqliteStore::DeleteSnapshot(const std::string& account, const std::string& name) {
+  return WriteTransaction([&](Connection* w) {
+    int64_t id = 0;
+    Status s = LookupSnapshot(w, account, name, &id);
+    if (s.ok()) s = DropSnapshot(w, id);
+    if (s.ok()) s = UpdateKeyLogging(w);
+    return s;
+  });
+}
+
+void SqliteStore::CarryWriteCounts() {
+  // Best effort: a failure leaves the rows of this incarnation, which the
+  // next one re-copies on restore.
+  static_cast<void>(WriteTransaction([&](Connection* w) {
+    struct Row {
+      int64_t snapshot_id, ord, live_id, live_writes;
+    };
+    std::vector<Row> rows;
+    Status s = Query(
+        w,
+        "SELECT snapshot_id, ord, live_id, live_writes FROM snapshot_tables "
+        "WHERE live_incarnation = ?1",
+        [&](Stmt& row) {
+          rows.push_back(
+              {row.ColumnInt64(0), row.ColumnInt64(1), row.ColumnInt64(2), row.ColumnInt64(3)});
+        },
+        static_cast<int64_t>(incarnation_));
+    for (const Row& row : rows) {
+      if (!s.ok()) break;
+      if (TableWrites(row.live_id) != static_cast<uint64_t>(row.live_writes)) continue;
+      s = Execute(w,
+                  "UPDATE snapshot_tables SET live_incarnation = -1 "
+                  "WHERE snapshot_id = ?1 AND ord = ?2",
+                  row.snapshot_id, row.ord);
+    }
+    return s;
+  }));
 }
 
 }  // namespace cerulean::storage

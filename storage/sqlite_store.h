@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/store.h"
@@ -187,6 +188,12 @@ class SqliteStore final : public Store {
   void Flush() override;
 
   Status ResetAccount(const std::string& account) override;
+  Status SaveSnapshot(const std::string& account, const std::string& name,
+                      SnapshotInfo* info) override;
+  Status RestoreSnapshot(const std::string& account, const std::string& name,
+                         RestoreStats* stats) override;
+  Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) override;
+  Status DeleteSnapshot(const std::string& account, const std::string& name) override;
   bool Healthy() override;
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
   std::optional<uint64_t> WriteEpoch() const override;
@@ -206,6 +213,7 @@ class SqliteStore final : public Store {
  private:
   struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
   class ReadLease;    // a connection borrowed for reading
+  struct TableChanges;  // writes to one table (table_changes_)
 
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
@@ -284,6 +292,30 @@ class SqliteStore final : public Store {
   // remain.
   Status ReapChunk(bool* more);
 
+  // On a clean close: marks the snapshot tables whose live table is still
+  // exactly as recorded (write count unchanged in this incarnation) with
+  // live_incarnation -1, which the next Open adopts. A lost mark (crash)
+  // only makes the next restore re-copy; a mark is written after every
+  // write of the incarnation, so it is never durable while one of them is
+  // not.
+  void CarryWriteCounts();
+  // The writes counted for `table_id`. REQUIRES: writer_mu_ held.
+  uint64_t TableWrites(int64_t table_id) const;
+  // Logs the key (encoded) written by write number changes->writes.
+  static void LogKey(TableChanges* changes, std::string_view pk, std::string_view rk);
+  // Restores one snapshot table (`snapshot_id`, `ord`: `entities` rows) whose
+  // rows were saved from or restored into the live table `live_id` at its
+  // write count `live_writes`: nothing to do if it was not written since
+  // (tables_kept); if every key written since is logged and they are few,
+  // puts those rows back as saved and records the count (tables_patched);
+  // else sets *done false, and the caller copies the table whole.
+  // REQUIRES: writer_mu_ held, inside the restore's transaction.
+  Status PatchTable(Connection* w, int64_t snapshot_id, int64_t ord, int64_t live_id,
+                    int64_t live_writes, int64_t entities, RestoreStats* stats, bool* done);
+  // Sets log_keys_ from whether any snapshot exists, on the writer
+  // connection `w` in its open transaction. REQUIRES: writer_mu_ held.
+  Status UpdateKeyLogging(Connection* w);
+
   // Server time for the next write: strictly above every timestamp this
   // store handed out before. REQUIRES: writer_mu_ held.
   int64_t NextTimestamp();
@@ -303,6 +335,32 @@ class SqliteStore final : public Store {
   // back chunk after chunk).
   std::atomic<int> writers_waiting_{0};
   int64_t last_timestamp_ = 0;  // guarded by writer_mu_
+  // Snapshots: per table id, the Applies that wrote to it since the store
+  // opened (absent: none), and while any snapshot exists the keys they
+  // wrote, so that a restore can tell which tables are still exactly as
+  // saved and which rows of the others changed (storage/README.md,
+  // "Snapshots").
+  struct TableChanges {
+    uint64_t writes = 0;
+    // The keys (encoded) of the writes numbered above `logged_from`, each
+    // with its write's number, oldest first. Bounded by kMaxLoggedKeys and
+    // kMaxLoggedKeyBytes (keys may be 1 KiB each): the older half is then
+    // dropped and logged_from raised.
+    uint64_t logged_from = 0;
+    struct Key {
+      uint64_t write;
+      std::string pk, rk;
+    };
+    std::vector<Key> keys;
+    size_t key_bytes = 0;  // of `keys`' pk and rk
+  };
+  static constexpr size_t kMaxLoggedKeys = 16384;
+  static constexpr size_t kMaxLoggedKeyBytes = size_t{4} << 20;
+  std::unordered_map<int64_t, TableChanges> table_changes_;  // guarded by writer_mu_
+  // Some snapshot exists: writes log their keys. Guarded by writer_mu_.
+  bool log_keys_ = false;
+  // A random number per Open: write counts are those of one incarnation.
+  const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer
   // connection ends (committed or not), never before its commit returned.
   std::atomic<uint64_t> write_epoch_{0};

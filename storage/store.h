@@ -131,6 +131,24 @@ struct AccountUsage {
   uint64_t entities = 0;
 };
 
+// A saved copy of one account (Store::SaveSnapshot).
+struct SnapshotInfo {
+  std::string name;
+  int64_t created = 0;  // DateTime ticks of the save
+  uint64_t tables = 0;
+  uint64_t entities = 0;
+};
+
+// What a Store::RestoreSnapshot did: tables left as they were (unchanged
+// since the save or the last restore of the snapshot), tables whose changed
+// rows were put back, tables copied back whole, and the rows written.
+struct RestoreStats {
+  uint64_t tables_kept = 0;
+  uint64_t tables_patched = 0;
+  uint64_t tables_copied = 0;
+  uint64_t entities_copied = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -198,6 +216,27 @@ class Store {
 
   // Removes every table, entity and document of `account`, quickly.
   virtual Status ResetAccount(const std::string& account) = 0;
+
+  // Snapshots: named copies of one account's tables (names as created),
+  // entities (timestamps included), table ACLs and service properties,
+  // kept by the store beside the live data. ResetAccount leaves them.
+  // Saves the account's current state as `name`, replacing a snapshot of
+  // that name. Costs O(entities of the account).
+  virtual Status SaveSnapshot(const std::string& account, const std::string& name,
+                              SnapshotInfo* info) = 0;
+  // Brings the account back to exactly the state saved as `name`
+  // (kNotFound if none), atomically. Tables not written since the save (or
+  // since this snapshot was last restored) are kept as they are; in a table
+  // written since, the rows written are put back from the snapshot; a table
+  // dropped or re-created since, or with too many writes to tell, is copied
+  // back whole. So the cost grows with what was written, not with the
+  // account.
+  virtual Status RestoreSnapshot(const std::string& account, const std::string& name,
+                                 RestoreStats* stats) = 0;
+  // The account's snapshots in name order.
+  virtual Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) = 0;
+  // kNotFound if there is no snapshot `name`.
+  virtual Status DeleteSnapshot(const std::string& account, const std::string& name) = 0;
 
   // Usable for requests right now (health checks).
   virtual bool Healthy() = 0;

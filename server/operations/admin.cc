@@ -1,13 +1,32 @@
-// The reserved /_ paths: health, metrics, reset, the explorer page. Account and table names cannot
-// contain '_', so these never collide with the Table API.
+// The reserved /_ paths: health, metrics, reset, faults, snapshots, the explorer page. Account and
+// table names cannot contain '_', so these never collide with the Table API.
 #include "server/operations/admin.h"
 
 #include "server/explorer.h"
+#include "server/faults.h"
 #include "server/metrics.h"
+#include "server/operations/test_double.h"
 #include "server/page_prefetch.h"
 #include "server/text.h"
 
 namespace cerulean::server {
+
+std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& req,
+                                           std::string_view encoded_account, Operation op,
+                                           bool method_allowed) {
+  auto account = PercentDecode(encoded_account);
+  if (!account || account->empty() || ctx.accounts.Find(*account) == nullptr) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthenticationFailed));
+  }
+  req.account = *account;
+  req.op = op;
+  if (!method_allowed) return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
+  if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
+  if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
+    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+  }
+  return std::nullopt;
+}
 
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
   req.version = std::string(kNewestVersion);
@@ -28,27 +47,26 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
     if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
+    if (ctx.faults) res.body() += ctx.faults->RenderMetrics();
     return res;
   }
   // POST /_reset/{account}: wipe the account, authorized by its key (Shared
   // Key or Shared Key Lite, canonical resource /{account}/_reset/{account}).
   static constexpr std::string_view kReset = "/_reset/";
   if (path.starts_with(kReset)) {
-    auto account = PercentDecode(path.substr(kReset.size()));
-    if (!account || account->empty() || ctx.accounts.Find(*account) == nullptr) {
-      return ErrorResponse(req, ErrorReply(AzureError::kAuthenticationFailed));
-    }
-    req.account = *account;
-    req.op = Operation::kResetAccount;
-    if (req.http.method() != http::verb::post)
-      return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
-    if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
-    if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
-      return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+    if (auto err = AuthorizeAdmin(ctx, req, path.substr(kReset.size()), Operation::kResetAccount,
+                                  req.http.method() == http::verb::post)) {
+      return std::move(*err);
     }
     storage::Status s = ctx.store->ResetAccount(req.account);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     return MakeResponse(req, http::status::no_content);
+  }
+  static constexpr std::string_view kFaults = "/_faults/";
+  if (path.starts_with(kFaults)) return HandleFaults(ctx, req, path.substr(kFaults.size()));
+  static constexpr std::string_view kSnapshots = "/_snapshots/";
+  if (path.starts_with(kSnapshots)) {
+    return HandleSnapshots(ctx, req, path.substr(kSnapshots.size()));
   }
   return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
 }

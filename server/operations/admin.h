@@ -1,13 +1,24 @@
-// Non-OData endpoints: the reserved /_health, /_metrics and /_reset paths,
-// the CORS preflight, and CORS headers on actual responses.
+// Non-OData endpoints: the reserved /_health, /_metrics, /_reset, /_faults
+// and /_snapshots paths, the CORS preflight, and CORS headers on actual
+// responses.
 // Thread-safety: may run concurrently.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "server/request.h"
 
 namespace cerulean::server {
+
+// Authenticates a reserved endpoint's request with the key of the account
+// `encoded_account` names (Shared Key or Shared Key Lite only, canonical
+// resource /{account}{path}), setting req.account and req.op. Returns the
+// error answer (AuthenticationFailed for an unknown account,
+// MethodNotAllowed unless `method_allowed`), or nullopt.
+std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& req,
+                                           std::string_view encoded_account, Operation op,
+                                           bool method_allowed);
 
 // Answers a request whose path starts with "/_".
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path);

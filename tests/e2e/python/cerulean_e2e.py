@@ -10,6 +10,10 @@ Environment:
                                   (for example a real Azure storage account)
 """
 
+import base64
+import hashlib
+import hmac
+import http.client
 import json
 import os
 import queue
@@ -19,7 +23,9 @@ import subprocess
 import tempfile
 import threading
 import unittest
+import urllib.parse
 import uuid
+from email.utils import formatdate
 
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables import TableClient, TableServiceClient
@@ -138,6 +144,34 @@ def error_code(err):
     if header and body and header != body:
         return "x-ms-error-code %r differs from body code %r" % (header, body)
     return body or header
+
+
+def admin_request(endpoint, method, path, body=None, account=ACCOUNT, key=KEY):
+    """Calls a reserved endpoint (/_faults, /_snapshots, /_reset) signed with Shared Key.
+
+    `endpoint` is the table endpoint (http://host:port/account); `path` starts with "/_".
+    Returns (status, parsed JSON body or None).
+    """
+    url = urllib.parse.urlsplit(endpoint)
+    payload = json.dumps(body).encode() if body is not None else b""
+    content_type = "application/json" if body is not None else ""
+    date = formatdate(usegmt=True)
+    string_to_sign = "\n".join([method, "", content_type, date, "/" + account + path])
+    signature = base64.b64encode(hmac.new(base64.b64decode(key), string_to_sign.encode(),
+                                          hashlib.sha256).digest()).decode()
+    headers = {"x-ms-date": date, "x-ms-version": "2019-02-02",
+               "Authorization": "SharedKey %s:%s" % (account, signature),
+               "Content-Length": str(len(payload))}
+    if content_type:
+        headers["Content-Type"] = content_type
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    try:
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        text = response.read()
+        return response.status, json.loads(text) if text else None
+    finally:
+        conn.close()
 
 
 class ServerTestCase(unittest.TestCase):
