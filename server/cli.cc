@@ -41,8 +41,12 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "oauth", po::value(&out->oauth),
       "accept OAuth bearer tokens: 'basic' checks issuer, audience and lifetime, not the "
       "signature; needs --cert")(
-      "seed", po::value(&out->seed_dir),
-      "import every *.jsonl file of DIR at start-up (table = file name)")(
+      "maxConnections", po::value(&out->max_connections)->default_value(out->max_connections),
+      "open connections at most; at the cap a new connection replaces the one idle longest")(
+      "requestTimeout", po::value(&out->request_timeout_s)->default_value(out->request_timeout_s),
+      "seconds a connection has to send each complete request (idle time included) before it "
+      "is closed")("seed", po::value(&out->seed_dir),
+                   "import every *.jsonl file of DIR at start-up (table = file name)")(
       "account", po::value(&out->account),
       "export/import/reset: the account (default devstoreaccount1)")(
       "table", po::value(&out->tables)->multitoken(), "export: only these tables")(
@@ -59,6 +63,8 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
   } catch (const std::exception& e) {
     return std::string(e.what());
   }
+  if (out->max_connections == 0) return std::string("--maxConnections must be at least 1");
+  if (out->request_timeout_s == 0) return std::string("--requestTimeout must be at least 1");
   if (!out->oauth.empty()) {
     // Azurite compares the level case-insensitively and knows only "basic".
     if (ToLower(out->oauth) != "basic")

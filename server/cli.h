@@ -29,6 +29,9 @@ struct CliOptions {
   std::vector<std::string> tables;
   std::string file;
   bool disable_product_style_url = false;
+  // Connection limits (ConnectionLimits in server/session.h).
+  unsigned max_connections = 1000;
+  unsigned request_timeout_s = 60;
   bool help = false;
   bool version = false;
   std::string help_text;
