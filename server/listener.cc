@@ -59,11 +59,25 @@ void Listener::Stop() {
 void Listener::DoAccept() {
   net::io_context& worker = *workers_[next_worker_];
   next_worker_ = (next_worker_ + 1) % workers_.size();
-  acceptor_.async_accept(
-      worker.get_executor(),
-      [self = shared_from_this()](boost::system::error_code ec, ConnectionSocket socket) {
-        self->OnAccept(ec, std::move(socket));
-      });
+  try {
+    acceptor_.async_accept(
+        worker.get_executor(),
+        [self = shared_from_this()](boost::system::error_code ec, ConnectionSocket socket) {
+          self->OnAccept(ec, std::move(socket));
+        });
+  } catch (const std::exception& e) {
+    // Out of memory starting the operation: try again later rather than
+    // never accept again.
+    accept_log_.Log(std::string("accept: ") + e.what() + "; retrying");
+    RetryLater(kAcceptBackoff);
+  }
+}
+
+void Listener::RetryLater(std::chrono::milliseconds delay) {
+  backoff_.expires_after(delay);
+  backoff_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && self->acceptor_.is_open()) self->DoAccept();
+  });
 }
 
 bool Listener::IsExhaustion(boost::system::error_code ec) {
@@ -82,10 +96,7 @@ void Listener::OnAccept(boost::system::error_code ec, ConnectionSocket socket) {
       accept_log_.Log("accept: " + ec.message() + " (" + std::to_string(Connection::Count()) +
                       " connections open); pausing accept");
       bool evicted = Connection::EvictLongestWaiting();
-      backoff_.expires_after(evicted ? kAcceptRetryAfterEviction : kAcceptBackoff);
-      backoff_.async_wait([self = shared_from_this()](boost::system::error_code wait_ec) {
-        if (!wait_ec && self->acceptor_.is_open()) self->DoAccept();
-      });
+      RetryLater(evicted ? kAcceptRetryAfterEviction : kAcceptBackoff);
       return;
     }
     if (ec) {

@@ -49,6 +49,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // True iff `ec` means the process or system is out of a resource that
   // closing connections gives back.
   static bool IsExhaustion(boost::system::error_code ec);
+  // Accepts again after `delay`.
+  void RetryLater(std::chrono::milliseconds delay);
 
   std::vector<boost::asio::io_context*> workers_;
   size_t next_worker_ = 0;  // the io_context of the next connection
