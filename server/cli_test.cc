@@ -16,22 +16,27 @@ std::optional<std::string> Parse(std::vector<const char*> args, CliOptions* out)
 
 }  // namespace
 
-TEST_CASE("--maxConnections and --requestTimeout") {
+TEST_CASE("--maxConnections, --keepAliveTimeout and --requestTimeout") {
   CliOptions defaults;
   CHECK_FALSE(Parse({}, &defaults));
   CHECK(defaults.max_connections == 1000);
   CHECK(defaults.request_timeout_s == 60);
+  CHECK(defaults.keep_alive_timeout_s == 60);
+  CHECK(defaults.help_text.find("--keepAliveTimeout") != std::string::npos);
   CHECK(defaults.help_text.find("--maxConnections") != std::string::npos);
   CHECK(defaults.help_text.find("--requestTimeout") != std::string::npos);
 
   CliOptions set;
-  CHECK_FALSE(Parse({"--maxConnections", "20", "--requestTimeout", "5"}, &set));
+  CHECK_FALSE(
+      Parse({"--maxConnections", "20", "--requestTimeout", "5", "--keepAliveTimeout", "7"}, &set));
+  CHECK(set.keep_alive_timeout_s == 7);
   CHECK(set.max_connections == 20);
   CHECK(set.request_timeout_s == 5);
 
   CliOptions bad;
   CHECK(Parse({"--maxConnections", "0"}, &bad));
   CHECK(Parse({"--requestTimeout", "0"}, &bad));
+  CHECK(Parse({"--keepAliveTimeout", "0"}, &bad));
   CHECK(Parse({"--maxConnections", "many"}, &bad));
 }
 

@@ -188,6 +188,7 @@ int Serve(const server::CliOptions& cli) {
   server::PagePrefetcher prefetcher;
   ctx.prefetcher = &prefetcher;
   server::SetConnectionLimits({.max_connections = cli.max_connections,
+                               .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
                                .request_timeout = std::chrono::seconds(cli.request_timeout_s)});
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning

@@ -83,6 +83,15 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   HttpRequest release() { return std::move(m_); }
   // True iff the header asked for 100 Continue (HTTP/1.1 only).
   bool expects_continue() const { return expect_continue_; }
+  // Calls `callback(arg)` once the request line has been parsed (the
+  // session moves from its keep-alive deadline to the request's). Beast
+  // parses the request line as soon as the first bytes of a request hold
+  // it whole; when they do not, only once the whole header has arrived, so
+  // a client that trickles its header stays under the keep-alive deadline.
+  void OnRequestLine(void (*callback)(void*), void* arg) {
+    on_request_line_ = callback;
+    on_request_line_arg_ = arg;
+  }
 
  private:
   void on_request_impl(http::verb method, boost::beast::string_view method_str,
@@ -108,6 +117,8 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   std::size_t trailer_bytes_ = 0;
   bool header_done_ = false;  // fields from now on are trailer fields
   bool expect_continue_ = false;
+  void (*on_request_line_)(void*) = nullptr;
+  void* on_request_line_arg_ = nullptr;
 };
 
 // Makes `buffer` a connection's read buffer: limited to kMaxReadBufferBytes.

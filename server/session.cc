@@ -7,6 +7,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <vector>
 
@@ -273,9 +274,28 @@ void HttpSession<Derived>::DoRead() {
   const size_t read_buffer_bytes = large_bodies_ ? kLargeReadBufferBytes : kReadBufferBytes;
   if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
   parser_.emplace();
+  parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
   SetWaiting(true);
-  beast::get_lowest_layer(derived().stream()).expires_after(g_limits.request_timeout);
+  beast::get_lowest_layer(derived().stream()).expires_after(g_limits.keep_alive_timeout);
   DoReadRest();
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnRequestLine(void* self) {
+  // Between two reads (the parser runs after a read completed), so the
+  // stream's timer has no wait to cancel. The deadline moves from the
+  // keep-alive one to the request's, unless the two are within a second of
+  // each other: the common case of a request line that follows the read at
+  // once costs a coarse clock read, not a timer update.
+  auto* session = static_cast<HttpSession*>(self);
+  const std::int64_t now = CoarseNowMs();
+  const std::int64_t keep_alive_deadline =
+      session->waiting_since_ms() + std::chrono::milliseconds(g_limits.keep_alive_timeout).count();
+  const std::int64_t request_deadline =
+      now + std::chrono::milliseconds(g_limits.request_timeout).count();
+  if (std::abs(request_deadline - keep_alive_deadline) > 1000) {
+    beast::get_lowest_layer(session->derived().stream()).expires_after(g_limits.request_timeout);
+  }
 }
 
 template <class Derived>
@@ -287,13 +307,15 @@ void HttpSession<Derived>::DoReadRest() {
 template <class Derived>
 void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
   Guard("read", [&] {
-    if (ec == http::error::end_of_stream) return derived().DoClose();
-    if (ec == http::error::body_limit) return RejectTooLarge();
-    if (ec == http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
-      return RejectHeaderTooLarge();
+    if (ec) {
+      if (ec == http::error::end_of_stream) return derived().DoClose();
+      if (ec == http::error::body_limit) return RejectTooLarge();
+      if (ec == http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
+        return RejectHeaderTooLarge();
+      }
+      if (ec == RequestParseError::kExpectContinue) return SendContinue();
+      return Fail(ec, "read");
     }
-    if (ec == RequestParseError::kExpectContinue) return SendContinue();
-    if (ec) return Fail(ec, "read");
     SetWaiting(false);
     BeginRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();

@@ -31,9 +31,12 @@ struct ConnectionLimits {
   // Open connections; at the cap, a new connection replaces the one that
   // has waited longest for its next request, or is closed if none waits.
   size_t max_connections = 1000;
-  // Time a connection has to deliver its next complete request (headers and
-  // body) after connecting or after its previous response; idle and slow
-  // connections are closed when it runs out.
+  // Time a connection has to begin its next request (send its request line,
+  // or its whole header if the first bytes do not hold the request line),
+  // after connecting or after its previous response (idle keep-alive).
+  std::chrono::seconds keep_alive_timeout{60};
+  // Time it then has to send the rest of that request (headers and body):
+  // slow senders (slowloris) are closed when it runs out.
   std::chrono::seconds request_timeout{60};
 };
 void SetConnectionLimits(const ConnectionLimits& limits);
@@ -75,6 +78,10 @@ class Connection {
   // Waiting for a request (since now), or answering one. Cheap: a clock
   // read of the coarse clock and a relaxed store.
   void SetWaiting(bool waiting);
+  // When SetWaiting(true) was last called (coarse ms; kEvicted, 0 too).
+  std::int64_t waiting_since_ms() const {
+    return waiting_since_ms_.load(std::memory_order_relaxed);
+  }
   // True iff chosen for eviction while waiting, and still waiting.
   bool evicted() const { return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted; }
 
@@ -126,6 +133,8 @@ class HttpSession : public Connection {
   void OnRead(boost::beast::error_code ec, std::size_t bytes);
   // Reads on with parser_ (after 100 Continue).
   void DoReadRest();
+  // Called by the parser at the request line: the request timeout starts.
+  static void OnRequestLine(void* self);
   // Answers `Expect: 100-continue`, then reads the body.
   void SendContinue();
   void OnContinue(boost::beast::error_code ec, std::size_t bytes);

@@ -5,8 +5,9 @@
 // was served during the attack, and that peak memory (VmHWM) stayed flat.
 // Loopback only, port 0; each server is stopped by the test that started it.
 //
-// The server runs with a small --maxConnections and a short --requestTimeout
-// so that the timeouts are reached within the test's time.
+// The server runs with a small --maxConnections and short --keepAliveTimeout
+// and --requestTimeout so that the timeouts are reached within the test's
+// time.
 
 const { describe, test, before, after, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
@@ -19,6 +20,7 @@ const { startServer, binaryPath, uniqueTableName } = require('../e2e/node/server
 const { request } = require('../e2e/node/http');
 
 const MAX_CONNECTIONS = 48;
+const KEEP_ALIVE_TIMEOUT_S = 3;
 const REQUEST_TIMEOUT_S = 3;
 const MiB = 1024 * 1024;
 // Peak resident memory may grow by at most this much over a case (4 MiB
@@ -149,7 +151,8 @@ describe('resilience of the transport against hostile clients', () => {
 
   before(async () => {
     server = await startServer({
-      args: ['--maxConnections', String(MAX_CONNECTIONS), '--requestTimeout', String(REQUEST_TIMEOUT_S)],
+      args: ['--maxConnections', String(MAX_CONNECTIONS), '--keepAliveTimeout', String(KEEP_ALIVE_TIMEOUT_S),
+        '--requestTimeout', String(REQUEST_TIMEOUT_S)],
     });
     table = uniqueTableName('res');
     const res = await request(server, { method: 'POST', path: '/Tables', body: { TableName: table } });
@@ -234,7 +237,9 @@ describe('resilience of the transport against hostile clients', () => {
 
   test('slowloris headers and a slow body are closed at the request timeout', async () => {
     await survives(async () => {
-      const limitMs = (REQUEST_TIMEOUT_S + 3) * 1000;
+      // The request line may take up to the keep-alive timeout, the rest the
+      // request timeout.
+      const limitMs = (KEEP_ALIVE_TIMEOUT_S + REQUEST_TIMEOUT_S + 2) * 1000;
       const [headers, body] = await Promise.all([
         connect(server).then((c) => trickle(c, Buffer.from('GET /_health HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'), 100, limitMs + 2000)),
         connect(server).then((c) => {
@@ -247,11 +252,24 @@ describe('resilience of the transport against hostile clients', () => {
     });
   });
 
-  test('an idle keep-alive connection is closed at the request timeout', async () => {
+  test('an idle keep-alive connection is closed at the keep-alive timeout', async () => {
     const conn = await connect(server);
     conn.sock.write('GET /_health HTTP/1.1\r\nHost: h\r\n\r\n');
-    assert.ok(await closesWithin(conn, (REQUEST_TIMEOUT_S + 3) * 1000), 'idle connection left open');
+    const start = Date.now();
+    assert.ok(await closesWithin(conn, (KEEP_ALIVE_TIMEOUT_S + 3) * 1000), 'idle connection left open');
+    assert.ok(Date.now() - start >= (KEEP_ALIVE_TIMEOUT_S - 1) * 1000, 'closed before the keep-alive timeout');
     assert.match(text(conn), /^HTTP\/1\.1 200 /);
+  });
+
+  test('a request that begins late still gets the whole request timeout', async () => {
+    const conn = await connect(server);
+    await sleep((KEEP_ALIVE_TIMEOUT_S - 1) * 1000);
+    conn.sock.write('GET /_health HTTP/1.1\r\n');
+    await sleep(1500);
+    conn.sock.write('Host: h\r\n\r\n');
+    await sleep(300);
+    assert.match(text(conn), /^HTTP\/1\.1 200 /);
+    conn.sock.destroy();
   });
 
   test('a huge request line, huge headers and one huge header get 414 / 431', async () => {
