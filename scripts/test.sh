@@ -181,6 +181,11 @@ else
   if wants browser && [[ -f tests/e2e/browser/run.js ]]; then
     run_suite e2e-browser "$e2e_timeout" node tests/e2e/browser/run.js
   fi
+  # Hostile clients against the binary (resilience, not a node e2e suite:
+  # it uses only Node's standard library).
+  if wants resilience && [[ -f tests/resilience/run.js ]]; then
+    run_suite resilience "$e2e_timeout" node tests/resilience/run.js
+  fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
   fi

@@ -16,6 +16,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstddef>
+#include <cstdio>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -34,6 +36,9 @@ class BlockingPool {
   BlockingPool& operator=(const BlockingPool&) = delete;
 
   // Runs `f` on a pool thread; adds a thread first if every one has work.
+  // An exception from `f` is logged and dropped: it would end the pool
+  // thread and the process (`f` owns its request's completion, so the
+  // connection waiting for it is closed when `f` is destroyed).
   template <class F>
   void Post(F&& f) {
     pending_.fetch_add(1, std::memory_order_relaxed);
@@ -42,7 +47,13 @@ class BlockingPool {
         std::atomic<size_t>* pending;
         ~Finished() { pending->fetch_sub(1, std::memory_order_relaxed); }
       } finished{&pending_};
-      f();
+      try {
+        f();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "cerulean: exception in blocking work: %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "cerulean: exception in blocking work\n");
+      }
     });
     GrowIfBusy();
   }

@@ -47,6 +47,13 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "signature; needs --cert")(
       "faults", po::value(&out->faults_file),
       "set the fault rules of FILE ({\"rules\": [...]}, as PUT /_faults) at start-up")(
+      "maxConnections", po::value(&out->max_connections)->default_value(out->max_connections),
+      "open connections at most; at the cap a new connection replaces the one idle longest")(
+      "keepAliveTimeout",
+      po::value(&out->keep_alive_timeout_s)->default_value(out->keep_alive_timeout_s),
+      "seconds an idle connection has to begin its next request before it is closed")(
+      "requestTimeout", po::value(&out->request_timeout_s)->default_value(out->request_timeout_s),
+      "seconds a connection has to send the rest of a request once its request line arrived")(
       "seed", po::value(&out->seed_dir),
       "import every *.jsonl file of DIR at start-up (table = file name)")(
       "account", po::value(&out->account),
@@ -64,6 +71,11 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
     po::notify(vm);
   } catch (const std::exception& e) {
     return std::string(e.what());
+  }
+  if (out->max_connections == 0) return std::string("--maxConnections must be at least 1");
+  if (out->request_timeout_s == 0) return std::string("--requestTimeout must be at least 1");
+  if (out->keep_alive_timeout_s == 0) {
+    return std::string("--keepAliveTimeout must be at least 1");
   }
   if (!out->oauth.empty()) {
     // Azurite compares the level case-insensitively and knows only "basic".

@@ -31,6 +31,10 @@ struct CliOptions {
   std::string file;
   bool disable_product_style_url = false;
   bool disable_explorer = false;
+  // Connection limits (ConnectionLimits in server/session.h).
+  unsigned max_connections = 1000;
+  unsigned keep_alive_timeout_s = 60;
+  unsigned request_timeout_s = 60;
   bool help = false;
   bool version = false;
   std::string help_text;

@@ -4,12 +4,21 @@
 // --cert). Each connection is handed to one of the I/O threads' io_contexts
 // (round robin) and runs on it alone, so its handlers never run concurrently
 // and need no strand.
+//
+// Hostile or unlucky conditions: at ConnectionLimits::max_connections, a new
+// connection replaces the one that has waited longest for a request (or is
+// closed if every connection is answering one). When accept fails for lack
+// of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) the listener
+// evicts a waiting connection, pauses, and retries on a timer, logging once
+// per interval; other accept errors concern one connection and accepting
+// goes on.
 // Thread-safety: Run() is called once; Stop() from any thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,10 +46,18 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void DoAccept();
   void OnAccept(boost::system::error_code ec, ConnectionSocket socket);
+  // True iff `ec` means the process or system is out of a resource that
+  // closing connections gives back.
+  static bool IsExhaustion(boost::system::error_code ec);
+  // Accepts again after `delay`.
+  void RetryLater(std::chrono::milliseconds delay);
 
   std::vector<boost::asio::io_context*> workers_;
   size_t next_worker_ = 0;  // the io_context of the next connection
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer backoff_;  // pauses accepting after exhaustion
+  ThrottledLog accept_log_{std::chrono::seconds(10)};
+  ThrottledLog limit_log_{std::chrono::seconds(10)};
   const ServerContext& ctx_;
   boost::asio::ssl::context* tls_;
 };

@@ -49,6 +49,23 @@ unsigned UsableCpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Runs `ioc` until it is stopped. Handlers guard themselves (a session
+// closes its connection on an exception); an exception that still escapes
+// one is logged here and the loop goes on, so that no input can stop the
+// server (run() may be called again after a handler threw).
+void RunGuarded(boost::asio::io_context& ioc) {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cerulean: unexpected exception in an I/O handler: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "cerulean: unexpected exception in an I/O handler\n");
+    }
+  }
+}
+
 storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::CliOptions& cli) {
   storage::SqliteStoreOptions store_options;
   if (cli.in_memory) {
@@ -271,6 +288,9 @@ int Serve(const server::CliOptions& cli) {
   server::FaultInjector faults;
   ctx.faults = &faults;
   if (!cli.faults_file.empty() && !LoadFaults(cli.faults_file, ctx.accounts, &faults)) return 1;
+  server::SetConnectionLimits({.max_connections = cli.max_connections,
+                               .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
+                               .request_timeout = std::chrono::seconds(cli.request_timeout_s)});
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
@@ -327,8 +347,8 @@ int Serve(const server::CliOptions& cli) {
 
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i)
-    pool.emplace_back([&worker = *workers[i]] { worker.run(); });
-  ioc.run();
+    pool.emplace_back([&worker = *workers[i]] { RunGuarded(worker); });
+  RunGuarded(ioc);
   for (auto& t : pool) t.join();
   blocking_pool.Join();
   // Writes still committing hand their completions to the (stopped)

@@ -7,23 +7,94 @@
 // thread alone runs (Listener).
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "server/request.h"
+#include "server/request_parser.h"
 
 namespace cerulean::server {
 
-// Largest request body accepted (batches included); larger ones get 413.
-inline constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
+// Limits on connections, set once by main before the listener runs.
+struct ConnectionLimits {
+  // Open connections; at the cap, a new connection replaces the one that
+  // has waited longest for its next request, or is closed if none waits.
+  size_t max_connections = 1000;
+  // Time a connection has to begin its next request (send its request line,
+  // or its whole header if the first bytes do not hold the request line),
+  // after connecting or after its previous response (idle keep-alive).
+  std::chrono::seconds keep_alive_timeout{60};
+  // Time it then has to send the rest of that request (headers and body):
+  // slow senders (slowloris) are closed when it runs out.
+  std::chrono::seconds request_timeout{60};
+};
+void SetConnectionLimits(const ConnectionLimits& limits);
+const ConnectionLimits& GetConnectionLimits();
+
+// Writes at most one line per interval to stderr and says how many it
+// dropped meanwhile, so that a flood of failures cannot flood the log.
+// Thread-safety: Log may be called from any thread.
+class ThrottledLog {
+ public:
+  explicit ThrottledLog(std::chrono::steady_clock::duration interval) : interval_(interval) {}
+  void Log(const std::string& line);
+
+ private:
+  const std::chrono::steady_clock::duration interval_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point next_{};  // guarded by mu_
+  size_t dropped_ = 0;                            // guarded by mu_
+};
+
+// An open connection, counted and registered from construction to
+// destruction so that the listener can enforce ConnectionLimits.
+// Thread-safety: the registry functions may be called from any thread; the
+// rest belongs to the connection's I/O thread.
+class Connection {
+ public:
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Open connections.
+  static size_t Count();
+  // Closes the connection that has waited longest for its next request (or
+  // the rest of one). False iff no connection is waiting.
+  static bool EvictLongestWaiting();
+
+ protected:
+  Connection();
+  virtual ~Connection();
+  // Waiting for a request (since now), or answering one. Cheap: a clock
+  // read of the coarse clock and a relaxed store.
+  void SetWaiting(bool waiting);
+  // When SetWaiting(true) was last called (coarse ms; kEvicted, 0 too).
+  std::int64_t waiting_since_ms() const {
+    return waiting_since_ms_.load(std::memory_order_relaxed);
+  }
+  // True iff chosen for eviction while waiting, and still waiting.
+  bool evicted() const { return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted; }
+
+ private:
+  // A strong reference, or null if the connection is being destroyed.
+  virtual std::shared_ptr<Connection> Share() = 0;
+  // Closes the connection on its own I/O thread iff it still waits then.
+  virtual void Evict() = 0;
+
+  static constexpr std::int64_t kEvicted = -1;
+  std::atomic<std::int64_t> waiting_since_ms_{0};  // 0: not waiting; kEvicted
+  size_t index_ = 0;                               // in the registry, guarded by its mutex
+};
 
 // A connection's executor, socket and stream, with the concrete executor
 // type: with any_io_executor every copy of an executor (many per request in
@@ -40,12 +111,19 @@ using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, Connec
 // (an AsyncStream whose executor is the connection's), DoClose() and
 // derives from std::enable_shared_from_this<Derived>.
 template <class Derived>
-class HttpSession {
+class HttpSession : public Connection {
  protected:
-  HttpSession(const ServerContext& ctx, std::string peer) : ctx_(ctx), peer_(std::move(peer)) {}
+  HttpSession(const ServerContext& ctx, std::string peer) : ctx_(ctx), peer_(std::move(peer)) {
+    LimitReadBuffer(buffer_);
+  }
+  ~HttpSession() override { EndRequest(); }
 
   void DoRead();
   void Fail(boost::beast::error_code ec, const char* what);
+  // Runs the body of a completion handler: an exception it throws closes
+  // this connection and is logged, and never reaches io_context::run().
+  template <class F>
+  void Guard(const char* what, F&& f) noexcept;
 
   const ServerContext& ctx_;
   boost::beast::flat_buffer buffer_;
@@ -53,6 +131,20 @@ class HttpSession {
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
   void OnRead(boost::beast::error_code ec, std::size_t bytes);
+  // Reads on with parser_ (after 100 Continue).
+  void DoReadRest();
+  // Called by the parser at the request line: the request timeout starts.
+  static void OnRequestLine(void* self);
+  // Answers `Expect: 100-continue`, then reads the body.
+  void SendContinue();
+  void OnContinue(boost::beast::error_code ec, std::size_t bytes);
+  std::shared_ptr<Connection> Share() override;
+  void Evict() override;
+  // g_in_flight counts this connection's request from Begin to End.
+  void BeginRequest();
+  void EndRequest();
+  // Closes the socket at once (after an exception or an eviction).
+  void CloseNow() noexcept;
   // Sends the answer to request_ (on the session's I/O thread).
   void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
@@ -69,7 +161,7 @@ class HttpSession {
   void DoDrain();
   void OnDrain(boost::beast::error_code ec, std::size_t bytes);
 
-  std::optional<http::request_parser<RequestBody>> parser_;
+  std::optional<RequestParser> parser_;
   HttpRequest request_;  // the request being answered
   std::string wire_;     // the response's bytes while they are written
   // A connection keeps a wire buffer up to this size between requests.
@@ -83,6 +175,7 @@ class HttpSession {
   static constexpr size_t kReadBufferBytes = 8 * 1024;
   static constexpr size_t kLargeReadBufferBytes = 64 * 1024;
   bool large_bodies_ = false;
+  bool in_flight_ = false;  // counted in g_in_flight
 };
 
 // Plain HTTP over TCP.
