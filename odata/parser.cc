@@ -63,6 +63,7 @@ class Parser {
         ++groups.back().nots;
       }
       if (Peek().kind == TokenKind::kLParen) {
+        if (groups.size() > kMaxFilterParens) return Error("filter nested too deeply");
         Next();
         groups.emplace_back();
         continue;

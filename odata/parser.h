@@ -31,7 +31,8 @@
 // node, with parenthesised chains of the same kind spliced in
 // (`(a or b) or c` -> `(or a b c)`). Rejected: `null`, property-vs-property,
 // literal-vs-literal, function calls, arithmetic, other keyword casings, a
-// tree deeper than kMaxFilterDepth, input longer than kMaxFilterBytes.
+// tree deeper than kMaxFilterDepth, more than kMaxFilterParens parentheses
+// open at once, input longer than kMaxFilterBytes.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +48,10 @@ namespace cerulean::odata {
 // not recurse). The HTTP layer caps URLs well below the length.
 inline constexpr size_t kMaxFilterBytes = 128 * 1024;
 inline constexpr int kMaxFilterDepth = 100;
+// Parentheses open at once. Parsing does not recurse on them, and nested
+// chains of one kind add no depth to the tree, so this is only a sanity
+// bound, far above the one-per-condition nesting of query builders.
+inline constexpr size_t kMaxFilterParens = 1000;
 
 // Parses and type-checks `text` into an AST root.
 storage::Result<ExprPtr> ParseFilterExpr(std::string_view text);
