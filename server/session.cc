@@ -5,7 +5,9 @@
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 
 #include "server/listener.h"
@@ -156,7 +158,18 @@ void HttpSession<Derived>::RejectTooLarge() {
   // The headers were read; answer from them without the body, then read and
   // drop the body so that a client still sending it sees the 413, not a reset.
   // Body bytes already buffered count as drained.
-  auto length = parser_->content_length();  // none for a chunked body
+  // For a request Beast reports a Content-Length over the limit before it
+  // marks the header done (content_length() asserts then), once the whole
+  // header is read: take the length from the field itself.
+  std::optional<std::uint64_t> length;  // none for a chunked body
+  if (parser_->is_header_done()) {
+    if (auto l = parser_->content_length()) length = *l;
+  } else if (auto it = parser_->get().find(http::field::content_length);
+             it != parser_->get().end()) {
+    std::uint64_t v = 0;
+    const auto text = it->value();
+    if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) length = v;
+  }
   std::uint64_t buffered = buffer_.size();
   drain_left_ = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
   drain_left_ = std::min<std::uint64_t>(drain_left_, kMaxDrainBytes);
