@@ -3,7 +3,7 @@
 // plan invariant on entities whose keys are the filter's own string literals
 // (the interesting boundaries): a matching entity lies in exactly one range
 // and passes the residual, and with no residual every entity in a range
-// matches. Seeds: odata/fuzz_seeds/. Build and run: see odata/README.md.
+// matches. Seeds: odata/fuzz_seeds/filter/. Build and run: see odata/README.md.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

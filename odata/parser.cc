@@ -1,5 +1,6 @@
 #include "odata/parser.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -60,14 +61,158 @@ class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
 
+  // The grammar's recursion (parentheses, `not`) runs on an explicit stack
+  // of open groups, so no input recurses here, however deeply it nests.
+  // A parenthesised chain of the same kind as the chain around it is spliced
+  // into it (`((a and b) and c)`, as query builders write chains, is one
+  // `and` of three): a group's chain stays a list of members until it has to
+  // become a node, and lists are merged smaller into larger, so that the work
+  // stays O(n log n) in the number of terms for any nesting. The tree that
+  // remains may be at most kMaxFilterDepth deep: the evaluator and planner
+  // walk it recursively.
   Result<ExprPtr> ParseAll() {
-    auto root = ParseOr(0);
-    if (!root.ok()) return root;
-    if (Peek().kind != TokenKind::kEnd) return Error("expected 'and', 'or' or end of filter");
-    return root;
+    std::vector<Group> groups(1);
+    while (true) {
+      // unary: "not"* then "(" (a new group) or a comparison / bool-term.
+      groups.back().nots_at = Peek().begin;
+      while (PeekWord("not")) {
+        Next();
+        ++groups.back().nots;
+      }
+      if (Peek().kind == TokenKind::kLParen) {
+        if (groups.size() > kMaxFilterParens) return Error("filter nested too deeply");
+        Next();
+        groups.emplace_back();
+        continue;
+      }
+      auto primary = ParseComparison();
+      if (!primary.ok()) return primary.status();
+      Chain operand;
+      operand.Add({std::move(primary).value(), 1});
+      // Add the operand to the innermost group; close groups while it ends one.
+      while (true) {
+        Group& top = groups.back();
+        if (top.nots > 0) {
+          Node node;
+          if (Status s = MakeNode(&operand, &node); !s.ok()) return s;
+          if (node.depth + top.nots > kMaxFilterDepth) {
+            return ErrorAt("filter nested too deeply", top.nots_at);
+          }
+          for (; top.nots > 0; --top.nots) {
+            node.expr = Expr::Not(std::move(node.expr));
+            ++node.depth;
+          }
+          operand = Chain();
+          operand.Add(std::move(node));
+        }
+        if (operand.size() > 1 && operand.kind == ExprKind::kOr &&
+            (top.conjuncts.size() > 0 || PeekWord("and"))) {
+          Node node;  // one conjunct among others
+          if (Status s = MakeNode(&operand, &node); !s.ok()) return s;
+          top.conjuncts.Add(std::move(node));
+        } else if (operand.size() > 1 && operand.kind == ExprKind::kOr) {
+          top.disjuncts.Splice(&operand);  // the whole and-chain: into the or-chain
+        } else {
+          top.conjuncts.Splice(&operand);
+        }
+        if (PeekWord("and")) {
+          Next();
+          break;
+        }
+        if (PeekWord("or")) {
+          if (Status s = CloseConjuncts(&top); !s.ok()) return s;
+          Next();
+          break;
+        }
+        // The end of this group.
+        Chain result;
+        if (top.disjuncts.size() == 0) {
+          result = std::move(top.conjuncts);
+        } else {
+          if (Status s = CloseConjuncts(&top); !s.ok()) return s;
+          result = std::move(top.disjuncts);
+        }
+        if (result.size() > 1 && result.max_depth + 1 > kMaxFilterDepth) {
+          return Error("filter nested too deeply");
+        }
+        if (groups.size() == 1) {
+          if (Peek().kind != TokenKind::kEnd) return Error("expected 'and', 'or' or end of filter");
+          Node root;
+          if (Status s = MakeNode(&result, &root); !s.ok()) return s;
+          return std::move(root.expr);
+        }
+        if (Peek().kind != TokenKind::kRParen) return Error("expected ')'");
+        Next();
+        groups.pop_back();
+        operand = std::move(result);
+      }
+    }
   }
 
  private:
+  // A subtree and its depth (a leaf is 1).
+  struct Node {
+    ExprPtr expr;
+    int depth = 0;
+  };
+  // The members of an `and` or `or` chain not yet made a node: the
+  // reverse of `front`, then `back` (two vectors rather than a deque, which
+  // allocates even when empty: there is a chain per open parenthesis).
+  struct Chain {
+    ExprKind kind = ExprKind::kAnd;
+    std::vector<Node> front;  // reversed
+    std::vector<Node> back;
+    int max_depth = 0;  // of the members
+
+    size_t size() const { return front.size() + back.size(); }
+    Node& first() { return front.empty() ? back.front() : front.back(); }
+    void Add(Node node) {
+      max_depth = std::max(max_depth, node.depth);
+      back.push_back(std::move(node));
+    }
+    // Appends the members of *from (emptied), moving the shorter list.
+    void Splice(Chain* from) {
+      max_depth = std::max(max_depth, from->max_depth);
+      if (size() >= from->size()) {
+        for (size_t i = from->front.size(); i > 0; --i) back.push_back(std::move(from->front[i - 1]));
+        for (Node& n : from->back) back.push_back(std::move(n));
+      } else {
+        for (size_t i = back.size(); i > 0; --i) from->front.push_back(std::move(back[i - 1]));
+        for (Node& n : front) from->front.push_back(std::move(n));
+        front.swap(from->front);
+        back.swap(from->back);
+      }
+      from->Clear();
+    }
+    // The members in order, moved out.
+    std::vector<ExprPtr> Take() {
+      std::vector<ExprPtr> out;
+      out.reserve(size());
+      for (size_t i = front.size(); i > 0; --i) out.push_back(std::move(front[i - 1].expr));
+      for (Node& n : back) out.push_back(std::move(n.expr));
+      Clear();
+      return out;
+    }
+    void Clear() {
+      front.clear();
+      back.clear();
+      max_depth = 0;
+    }
+  };
+  static Chain OfKind(ExprKind kind) {
+    Chain c;
+    c.kind = kind;
+    return c;
+  }
+  // An open "(" (or the whole filter): its or-chain so far, the and-chain
+  // being read, and the `not`s before the operand being read.
+  struct Group {
+    Chain disjuncts = OfKind(ExprKind::kOr);
+    Chain conjuncts = OfKind(ExprKind::kAnd);
+    int nots = 0;
+    size_t nots_at = 0;
+  };
+
   const Token& Peek() const { return tokens_[pos_]; }
   const Token& Next() { return tokens_[pos_++]; }
   bool PeekWord(std::string_view word) const {
@@ -78,45 +223,32 @@ class Parser {
     return Status::InvalidArgument(std::string(what) + " at " + std::to_string(at));
   }
 
-  Result<ExprPtr> ParseOr(int depth) { return ParseChain(depth, "or", ExprKind::kOr); }
-
-  Result<ExprPtr> ParseAnd(int depth) { return ParseChain(depth, "and", ExprKind::kAnd); }
-
-  // or-expr / and-expr: operands joined by `word` into one n-ary node.
-  Result<ExprPtr> ParseChain(int depth, std::string_view word, ExprKind kind) {
-    std::vector<ExprPtr> children;
-    while (true) {
-      auto child = kind == ExprKind::kOr ? ParseAnd(depth) : ParseUnary(depth);
-      if (!child.ok()) return child;
-      children.push_back(std::move(child).value());
-      if (!PeekWord(word)) break;
-      Next();
+  // Makes *chain (emptied) one node: its only member, or an n-ary node.
+  Status MakeNode(Chain* chain, Node* out) const {
+    if (chain->size() == 1) {
+      *out = std::move(chain->first());
+      chain->Clear();
+      return Status::Ok();
     }
-    if (children.size() == 1) return std::move(children.front());
-    return kind == ExprKind::kOr ? Expr::Or(std::move(children)) : Expr::And(std::move(children));
+    if (chain->max_depth + 1 > kMaxFilterDepth) return Error("filter nested too deeply");
+    out->depth = chain->max_depth + 1;
+    const ExprKind kind = chain->kind;
+    std::vector<ExprPtr> children = chain->Take();
+    out->expr = kind == ExprKind::kOr ? Expr::Or(std::move(children)) : Expr::And(std::move(children));
+    return Status::Ok();
   }
 
-  Result<ExprPtr> ParseUnary(int depth) {
-    if (PeekWord("not")) {
-      if (depth >= kMaxFilterDepth) return Error("filter nested too deeply");
-      Next();
-      auto operand = ParseUnary(depth + 1);
-      if (!operand.ok()) return operand;
-      return Expr::Not(std::move(operand).value());
-    }
-    return ParsePrimary(depth);
+  // Ends the group's and-chain: one member of its or-chain.
+  Status CloseConjuncts(Group* g) const {
+    if (g->conjuncts.size() == 0) return Status::Ok();
+    Node node;
+    if (Status s = MakeNode(&g->conjuncts, &node); !s.ok()) return s;
+    g->disjuncts.Add(std::move(node));
+    return Status::Ok();
   }
 
-  Result<ExprPtr> ParsePrimary(int depth) {
-    if (Peek().kind == TokenKind::kLParen) {
-      if (depth >= kMaxFilterDepth) return Error("filter nested too deeply");
-      Next();
-      auto inner = ParseOr(depth + 1);
-      if (!inner.ok()) return inner;
-      if (Peek().kind != TokenKind::kRParen) return Error("expected ')'");
-      Next();
-      return inner;
-    }
+  // comparison / bool-term.
+  Result<ExprPtr> ParseComparison() {
     auto left = ParseOperand();
     if (!left.ok()) return left.status();
     std::optional<CmpOp> op;

@@ -28,9 +28,11 @@
 //
 // Normalisation: a literal on the left is moved right with the operator
 // flipped (`5 lt A` -> `(gt A 5)`); chains of `and` / `or` become one n-ary
-// node. Rejected: `null`, property-vs-property, literal-vs-literal, function
-// calls, arithmetic, other keyword casings, nesting deeper than
-// kMaxFilterDepth, input longer than kMaxFilterBytes.
+// node, with parenthesised chains of the same kind spliced in
+// (`(a or b) or c` -> `(or a b c)`). Rejected: `null`, property-vs-property,
+// literal-vs-literal, function calls, arithmetic, other keyword casings, a
+// tree deeper than kMaxFilterDepth, more than kMaxFilterParens parentheses
+// open at once, input longer than kMaxFilterBytes.
 #pragma once
 
 #include <cstddef>
@@ -42,9 +44,14 @@
 namespace cerulean::odata {
 
 // Bounds that keep parsing, planning and evaluation cheap and the recursion
-// shallow for any input. The HTTP layer caps URLs well below the length.
+// of the evaluator and planner shallow for any input (the parser itself does
+// not recurse). The HTTP layer caps URLs well below the length.
 inline constexpr size_t kMaxFilterBytes = 128 * 1024;
 inline constexpr int kMaxFilterDepth = 100;
+// Parentheses open at once. Parsing does not recurse on them, and nested
+// chains of one kind add no depth to the tree, so this is only a sanity
+// bound, far above the one-per-condition nesting of query builders.
+inline constexpr size_t kMaxFilterParens = 1000;
 
 // Parses and type-checks `text` into an AST root.
 storage::Result<ExprPtr> ParseFilterExpr(std::string_view text);

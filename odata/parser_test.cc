@@ -65,7 +65,7 @@ TEST_CASE("parser: filters to S-expressions") {
       {"true", "true"},
       {"false or IsActive", "(or false IsActive)"},
       {"(true and RowKey eq 'settings') or (false or PartitionKey eq 'x')",
-       "(or (and true (eq RowKey 'settings')) (or false (eq PartitionKey 'x')))"},
+       "(or (and true (eq RowKey 'settings')) false (eq PartitionKey 'x'))"},
       {"Flag eq true", "(eq Flag true)"},
       {"false ne Flag", "(ne Flag false)"},
       // Boolean constants in any letter case (Azure Storage Explorer writes `True`).
@@ -191,17 +191,63 @@ TEST_CASE("parser: errors carry a position") {
 }
 
 TEST_CASE("parser: depth and length limits") {
-  std::string ok_nested(kMaxFilterDepth, '(');
-  ok_nested += "A eq 1";
-  ok_nested += std::string(kMaxFilterDepth, ')');
-  CHECK(ParseFilter(ok_nested).ok());
+  // Redundant parentheses add no depth to the tree; kMaxFilterParens may be
+  // open at once.
+  auto parens = [](size_t n) { return std::string(n, '(') + "A eq 1" + std::string(n, ')'); };
+  CHECK(Sexpr(parens(kMaxFilterParens)) == "(eq A 1)");
+  CHECK(Sexpr(parens(kMaxFilterParens + 1)) == "ERROR: filter nested too deeply at 1000");
+  CHECK(Sexpr(parens(60000)) == "ERROR: filter nested too deeply at 1000");
 
-  std::string too_deep(kMaxFilterDepth + 1, '(');
-  too_deep += "A eq 1";
-  too_deep += std::string(kMaxFilterDepth + 1, ')');
-  auto f = ParseFilter(too_deep);
+  // Alternating and/or groups: kMaxFilterDepth levels are fine, one more is not.
+  auto alternating = [](int levels) {
+    std::string f = "A eq 1";
+    for (int i = 1; i < levels; ++i) f = "A eq 1 " + std::string(i % 2 ? "and" : "or") + " (" + f + ")";
+    return f;
+  };
+  CHECK(ParseFilter(alternating(kMaxFilterDepth)).ok());
+  auto f = ParseFilter(alternating(kMaxFilterDepth + 1));
   REQUIRE_FALSE(f.ok());
-  CHECK(f.status().message() == "filter nested too deeply at 100");
+  CHECK(f.status().message().starts_with("filter nested too deeply at "));
+
+  // Query builders nest each added condition: ((a and b) and c) and ... is
+  // one flat `and`, at any length.
+  std::string linq = std::string(900, '(') + "(PartitionKey eq 'p')";
+  for (int i = 0; i < 900; ++i) linq += " and (RowKey ne '" + std::to_string(i) + "'))";
+  auto l = ParseFilter(linq);
+  REQUIRE(l.ok());
+  CHECK(l->root().kind() == cerulean::odata::ExprKind::kAnd);
+  CHECK(l->root().children().size() == 901);
+  CHECK(Sexpr("(A eq 1 or B eq 2) or (C eq 3 or (D eq 4))") ==
+        "(or (eq A 1) (eq B 2) (eq C 3) (eq D 4))");
+  CHECK(Sexpr("A and ((B and C) and D) and (E or F) and ((G or H) or I)") ==
+        "(and A B C D (or E F) (or G H I))");
+  CHECK(Sexpr("(A or B) or C and (D or E) or (F and G)") ==
+        "(or A B (and C (or D E)) (and F G))");
+  // Nested the other way round, and in both directions at once: still
+  // flat, and (merging the shorter list into the longer) not quadratic.
+  std::string right;
+  for (int i = 0; i < 999; ++i) right += "B" + std::to_string(i) + " or (";
+  right += "A" + std::string(999, ')');
+  auto r = ParseFilter(right);
+  REQUIRE(r.ok());
+  CHECK(r->root().children().size() == 1000);
+  std::string both;
+  for (int i = 0; i < 499; ++i) both += "(B and (";
+  both += "A";
+  for (int i = 0; i < 499; ++i) both += ")) and C";
+  auto b = ParseFilter(both);
+  REQUIRE(b.ok());
+  CHECK(b->root().children().size() == 999);
+  CHECK(Sexpr("not (not (A eq 1 and B eq 2) and C eq 3)") ==
+        "(not (and (not (and (eq A 1) (eq B 2))) (eq C 3)))");
+
+  std::string deep_nots;
+  for (int i = 0; i < 100000; ++i) deep_nots += "not ";
+  deep_nots += "A";
+  CHECK_FALSE(ParseFilter(deep_nots).ok());
+  std::string deep_paren_nots;
+  for (int i = 0; i < 500; ++i) deep_paren_nots += "not (";
+  CHECK_FALSE(ParseFilter(deep_paren_nots + "A" + std::string(500, ')')).ok());
 
   std::string nots;
   for (int i = 0; i < 1000; ++i) nots += "not ";

@@ -112,8 +112,8 @@ TEST_CASE("planner: seed patterns") {
        "ranges: ['a' .. 'a']; residual: (not (or (ne PartitionKey 'a') (gt Amount 5)))"},
       // Constants and key misuse (.NET expression builders).
       {"(true and RowKey eq 'settings') or (false or PartitionKey eq 'x')",
-       "ranges: (-inf .. +inf); residual: (or (and true (eq RowKey 'settings')) (or false (eq "
-       "PartitionKey 'x')))"},
+       "ranges: (-inf .. +inf); residual: (or (and true (eq RowKey 'settings')) false (eq "
+       "PartitionKey 'x'))"},
       {"(true and PartitionKey eq 's') or (false or PartitionKey eq 'x')",
        "ranges: ['s' .. 's'], ['x' .. 'x']; residual: none"},
       {"true", "ranges: (-inf .. +inf); residual: none"},

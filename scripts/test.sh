@@ -9,12 +9,14 @@
 # exits non-zero without reporting a failure counts as one failure).
 #
 #   bash scripts/test.sh                 # everything
-#   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser, container)
+#   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
+#                                        # container, resilience, fuzz, sanitize)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
 # UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600);
-# TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs).
+# TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs);
+# FUZZ_SECONDS per fuzz target (default 20).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -188,6 +190,48 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
+  fi
+fi
+
+# --- fuzzing and sanitizers (their own build directories) ------------------------
+# fuzz: scripts/fuzz.sh builds the `fuzz` preset and runs every libFuzzer
+# target for FUZZ_SECONDS from its seeds. sanitize: the `debug` preset (ASan +
+# UBSan, build/debug) runs the unit tests and the end-to-end files that feed
+# the parsers; any sanitizer report, written under the log directory, fails it.
+if wants fuzz; then
+  run_suite fuzz "${FUZZ_TIMEOUT:-1200}" bash scripts/fuzz.sh
+fi
+if wants sanitize; then
+  san_dir=$repo/build/debug
+  san_logs=$log_dir/sanitizer-reports
+  rm -rf "$san_logs" && mkdir -p "$san_logs"
+  echo
+  echo "==================== sanitize build ===================="
+  if command -v ccache >/dev/null 2>&1; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
+  if ! { cmake --preset debug >/dev/null &&
+    cmake --build --preset debug -j"${JOBS:-$(nproc)}" --target cerulean storage_test odata_test server_test; }; then
+    record sanitize-build 0 1 "build failed"
+  else
+    export ASAN_OPTIONS="log_path=$san_logs/asan"
+    export UBSAN_OPTIONS="log_path=$san_logs/ubsan:print_stacktrace=1:halt_on_error=1"
+    # Two storage cases assert page-cache and checkpoint counts, which ASan's
+    # allocator and slowdown change; the unit suite runs them.
+    run_suite sanitize-storage_test "$unit_timeout" "$san_dir/storage_test" --no-colors=true \
+      '--test-case-exclude=*page cache keeps the pages it rewrites*,*WAL is copied for the next write*'
+    for t in odata_test server_test; do
+      run_suite "sanitize-$t" "$unit_timeout" "$san_dir/$t" --no-colors=true
+    done
+    run_suite sanitize-e2e-node "$e2e_timeout" env CERULEAN_BIN="$san_dir/cerulean" \
+      node tests/e2e/node/run.js raw-http.test.js query.test.js data-tables.test.js \
+      azure-storage.test.js service.test.js
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+    reports=$(find "$san_logs" -type f | wc -l)
+    if ((reports > 0)); then
+      echo "sanitizer reports:" && head -n 40 "$san_logs"/*
+      record sanitizer-reports 0 "$reports" "see $san_logs"
+    else
+      record sanitizer-reports 1 0
+    fi
   fi
 fi
 

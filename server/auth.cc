@@ -2,13 +2,12 @@
 
 #include <array>
 #include <boost/property_tree/ptree.hpp>
-#include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
-#include <sstream>
 
 #include "server/oauth.h"
 #include "server/request.h"
 #include "server/text.h"
+#include "server/xml_tree.h"
 #include "storage/edm_text.h"
 #include "storage/value.h"
 
@@ -532,12 +531,7 @@ std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPo
   if (trimmed.empty()) return std::nullopt;
   namespace pt = boost::property_tree;
   pt::ptree tree;
-  try {
-    std::istringstream in{std::string(xml)};
-    pt::read_xml(in, tree);
-  } catch (const std::exception&) {
-    return ErrorReply(AzureError::kInvalidXmlDocument);
-  }
+  if (!ReadXmlTree(xml, &tree)) return ErrorReply(AzureError::kInvalidXmlDocument);
   auto root = tree.get_child_optional("SignedIdentifiers");
   if (!root) return ErrorReply(AzureError::kInvalidXmlDocument);
   for (const auto& [name, node] : *root) {

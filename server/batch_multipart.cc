@@ -173,7 +173,9 @@ std::optional<Delimiter> FindDelimiter(std::string_view text, size_t from,
   // memmem rather than string_view::find: the latter stops at every '-'
   // (the first byte of any dash-boundary), and entity bodies are full of them.
   auto find = [&](size_t at) -> size_t {
-    if (at > text.size()) return std::string_view::npos;
+    // Also when `text` is empty: its data() may be null, which memmem must
+    // not be given.
+    if (at >= text.size()) return std::string_view::npos;
     const void* hit =
         memmem(text.data() + at, text.size() - at, dash_boundary.data(), dash_boundary.size());
     return hit == nullptr ? std::string_view::npos

@@ -1,11 +1,8 @@
 // libFuzzer entry for the `$batch` multipart codec. The input's first line is
 // the outer Content-Type value, the rest the body; whatever parses is
-// serialized back as sub-responses. Build (clang):
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
-//     server/batch_multipart_fuzz.cc server/batch_multipart.cc server/text.cc \
-//     storage/status.cc -lcrypto
-// Seeds: any body of spec/batch.md §2 prefixed with
-// "multipart/mixed; boundary=<its boundary>\n".
+// serialized back as sub-responses. Seeds (server/fuzz_seeds/batch_multipart/):
+// bodies of spec/batch.md §2 prefixed with "multipart/mixed; boundary=<its
+// boundary>\n". Build and run: scripts/fuzz.sh (README, "Fuzzing").
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

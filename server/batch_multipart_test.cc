@@ -104,6 +104,13 @@ storage::Status ParseStatus(std::string_view content_type, std::string_view body
   return result.status();
 }
 
+TEST_CASE("ParseBatch: an empty body (a view with no data) is an error, not a null memmem") {
+  // Found by batch_multipart_fuzz under UBSan.
+  CHECK(ParseStatus(kBatchType, std::string_view()).code() ==
+        storage::StatusCode::kInvalidArgument);
+  CHECK(ParseStatus(kBatchType, "").code() == storage::StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("ParseBatch: canonical change set (batch.md 2.1)") {
   auto batch = ParseBatch(kBatchType, kCanonical);
   REQUIRE_MESSAGE(batch.ok(), batch.status().ToString());

@@ -12,6 +12,7 @@
 
 #include "server/entity_json.h"
 #include "server/text.h"
+#include "server/xml_tree.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -118,6 +119,8 @@ class PropertiesReader {
         break;
       default:
         if (in_property_) Fail();  // a complex value: no such Table type
+        // Expat keeps open elements on the heap; the cap bounds that too.
+        if (depth_ > static_cast<int>(kMaxXmlDepth)) Fail();
     }
   }
 

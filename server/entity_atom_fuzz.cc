@@ -1,11 +1,7 @@
 // libFuzzer entry for the AtomPub entry codec. Besides "no crash, no hang, no
 // sanitizer report" it checks the round trip: an accepted body, written back
-// as an entry, parses to the same entity. Build (clang) and run:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
-//     server/entity_atom_fuzz.cc server/entity_atom.cc server/entity_json.cc \
-//     server/azure_error.cc server/text.cc storage/value.cc storage/edm_text.cc \
-//     storage/status.cc -lexpat -lssl -lcrypto -lboost_url
-//   ./a.out -max_len=4096 server/fuzz_seeds/atom
+// as an entry, parses to the same entity. Seeds: server/fuzz_seeds/entity_atom/;
+// build and run: scripts/fuzz.sh (README, "Fuzzing").
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

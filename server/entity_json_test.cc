@@ -508,3 +508,22 @@ TEST_CASE("format negotiation") {
 }
 
 }  // namespace cerulean::server
+
+namespace cerulean::server {
+
+TEST_CASE("deep nesting is InvalidInput on both parse paths, without recursion") {
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+  CHECK(ParseError(deep) == AzureError::kInvalidInput);
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","A":)" + deep + "}") ==
+        AzureError::kInvalidInput);
+  std::string objects;
+  for (int i = 0; i < 200000; ++i) objects += "{\"a\":";
+  CHECK(ParseError(objects + "1" + std::string(200000, '}')) == AzureError::kInvalidInput);
+  // A number beyond 64 bits sends the body to the slow (nlohmann SAX) path.
+  CHECK(ParseError(R"({"PartitionKey":"p","RowKey":"r","Huge":123456789012345678901234567,"A":)" +
+                   deep + "}") == AzureError::kInvalidInput);
+  std::string table;
+  CHECK(ParseTableBody(deep, &table));
+}
+
+}  // namespace cerulean::server

@@ -106,4 +106,10 @@ TEST_CASE("CheckBearerToken refusals name the failed check") {
         "Audience validation failed. Audience did not match.");
 }
 
+TEST_CASE("CheckBearerToken: deeply nested claims are refused without recursion") {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK(Detail(Token(R"({"aud":)" + deep + "}")) != "");
+  CHECK(Detail(Token(deep)) == "The bearer token is not a well-formed JWT.");
+}
+
 }  // namespace cerulean::server

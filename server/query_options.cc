@@ -1,6 +1,7 @@
 #include "server/query_options.h"
 
 #include <charconv>
+#include <unordered_set>
 
 #include "server/text.h"
 
@@ -32,10 +33,18 @@ std::optional<std::string> DecodeContinuation(std::string_view token) {
 
 std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Request& req, QueryOptions* out) {
   const ErrorReply invalid(AzureError::kInvalidInput);
+  // One pass: counting each repeat with QueryParams::Count would be
+  // quadratic in the number of parameters.
+  bool seen_filter = false, seen_select = false, seen_top = false;
   for (const auto& [name, value] : req.query.all()) {
     if (!name.starts_with("$")) continue;
-    if (name == "$filter" || name == "$select" || name == "$top") {
-      if (req.query.Count(name) > 1) return invalid;
+    bool* seen = name == "$filter"   ? &seen_filter
+                 : name == "$select" ? &seen_select
+                 : name == "$top"    ? &seen_top
+                                     : nullptr;
+    if (seen != nullptr) {
+      if (*seen) return invalid;
+      *seen = true;
       continue;
     }
     if (name == "$format") continue;
@@ -55,6 +64,7 @@ std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Requ
   }
   if (auto s = req.query.Get("$select")) {
     std::vector<std::string> names;
+    std::unordered_set<std::string_view> seen;
     bool star = false;
     size_t start = 0;
     while (start <= s->size()) {
@@ -67,11 +77,11 @@ std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Requ
         star = true;
         continue;
       }
-      bool seen = false;
-      for (const auto& n : names) seen |= n == name;
-      if (!seen) names.emplace_back(name);
+      // Hashed, and the limit checked as names come: linear in the list.
+      if (!seen.insert(name).second) continue;
+      if (seen.size() > kMaxSelectNames) return invalid;
+      names.emplace_back(name);
     }
-    if (names.size() > 255) return invalid;
     if (!star) out->select = std::move(names);
   }
   auto token = [&](std::string_view name, std::optional<std::string>* dest) -> std::optional<ErrorReply> {

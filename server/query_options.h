@@ -13,6 +13,9 @@
 
 namespace cerulean::server {
 
+// The most distinct property names a $select may list (query.md §4).
+inline constexpr size_t kMaxSelectNames = 255;
+
 struct QueryOptions {
   std::shared_ptr<const odata::Filter> filter;  // null: no filter
   std::optional<std::vector<std::string>> select;  // nullopt: all properties

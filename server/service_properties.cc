@@ -1,10 +1,9 @@
 #include "server/service_properties.h"
 
 #include <boost/property_tree/ptree.hpp>
-#include <boost/property_tree/xml_parser.hpp>
-#include <sstream>
 
 #include "server/text.h"
+#include "server/xml_tree.h"
 
 namespace cerulean::server {
 
@@ -114,12 +113,7 @@ bool HeaderMatches(std::string_view pattern, std::string_view header) {
 std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml,
                                                     ServiceProperties* props) {
   pt::ptree tree;
-  try {
-    std::istringstream in{std::string(xml)};
-    pt::read_xml(in, tree);
-  } catch (const std::exception&) {
-    return ErrorReply(AzureError::kInvalidXmlDocument);
-  }
+  if (!ReadXmlTree(xml, &tree)) return ErrorReply(AzureError::kInvalidXmlDocument);
   auto root = tree.get_child_optional("StorageServiceProperties");
   if (!root) return ErrorReply(AzureError::kInvalidXmlDocument);
   const ErrorReply bad_value(AzureError::kInvalidXmlNodeValue);
@@ -144,6 +138,7 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml,
       next.cors.clear();
       for (const auto& [name, node] : *cors) {
         if (name != "CorsRule") continue;
+        if (next.cors.size() == 5) return bad_value;
         CorsRule rule;
         rule.allowed_origins = SplitList(node.get<std::string>("AllowedOrigins", ""));
         rule.allowed_methods = SplitList(node.get<std::string>("AllowedMethods", ""));
@@ -166,7 +161,6 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml,
           return bad_value;
         next.cors.push_back(std::move(rule));
       }
-      if (next.cors.size() > 5) return bad_value;
     }
   } catch (const std::exception&) {
     return bad_value;

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -389,7 +391,18 @@ void HttpSession<Derived>::RejectTooLarge() {
   // Body bytes already buffered count as drained. A client that waits for
   // 100 Continue sends no body: close right after the answer.
   SetWaiting(false);
-  auto length = parser_->content_length();  // none for a chunked body
+  // Beast reports a Content-Length over the limit before it marks the header
+  // done (content_length() asserts then): take the length from the field
+  // itself when it was stored.
+  std::optional<std::uint64_t> length;  // none for a chunked body
+  if (parser_->is_header_done()) {
+    if (auto l = parser_->content_length()) length = *l;
+  } else if (auto it = parser_->get().find(http::field::content_length);
+             it != parser_->get().end()) {
+    std::uint64_t v = 0;
+    const auto text = it->value();
+    if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) length = v;
+  }
   std::uint64_t buffered = buffer_.size();
   drain_left_ = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
   drain_left_ = std::min<std::uint64_t>(drain_left_, kMaxDrainBytes);
