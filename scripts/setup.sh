@@ -15,6 +15,7 @@ readonly APT_PACKAGES=(
   libboost1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
   nlohmann-json3-dev libsimdjson-dev libsqlite3-dev doctest-dev libssl-dev libexpat1-dev
   python3-azure
+  libpq-dev  # the PostgreSQL backend (postgresql itself: scripts/pg-test-cluster.sh)
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
