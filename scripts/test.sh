@@ -9,7 +9,8 @@
 # exits non-zero without reporting a failure counts as one failure).
 #
 #   bash scripts/test.sh                 # everything
-#   bash scripts/test.sh unit node       # only some suites (unit, node, python, browser, container)
+#   bash scripts/test.sh unit node       # only some suites (unit, node, python, browser, container,
+#                                        # postgres: storage + node + python on a PostgreSQL cluster)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -180,6 +181,35 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
+  fi
+fi
+
+# --- PostgreSQL backend -----------------------------------------------------------
+# A throw-away cluster (scripts/pg-test-cluster.sh: installs postgresql if
+# missing, initdb in a temporary folder, a free loopback port), the storage
+# suite's PostgreSQL cases, and the Node and Python suites against servers
+# started with --database (a fresh database each); the cluster is removed
+# afterwards.
+if wants postgres; then
+  pg_state=$(mktemp -u "${TMPDIR:-/tmp}/cerulean-pg-state.XXXXXX")
+  if pg_url=$(bash scripts/pg-test-cluster.sh start "$pg_state"); then
+    trap 'bash scripts/pg-test-cluster.sh stop "$pg_state"' EXIT
+    if [[ -x $build_dir/storage_test ]]; then
+      run_suite storage_test-postgres "$unit_timeout" env CERULEAN_TEST_DATABASE="$pg_url" \
+        "$build_dir/storage_test" --no-colors=true '-tc=postgres:*,*PostgresBackend*'
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/node/run.js ]]; then
+      run_suite e2e-node-postgres "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        node tests/e2e/node/run.js
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/python/run.sh ]]; then
+      run_suite e2e-python-postgres "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        bash tests/e2e/python/run.sh
+    fi
+    bash scripts/pg-test-cluster.sh stop "$pg_state"
+    trap - EXIT
+  else
+    record postgres 0 1 "could not start a PostgreSQL test cluster"
   fi
 fi
 
