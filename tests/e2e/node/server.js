@@ -80,7 +80,8 @@ function freshDatabase() {
 }
 
 // Starts the binary. Options: location (directory: durable SQLite store;
-// default in-memory), args (extra CLI arguments), env (extra environment),
+// default in-memory), database (a PostgreSQL URL, e.g. freshDatabase().url,
+// for servers sharing one database), args (extra CLI arguments), env (extra environment),
 // silent (default true; false keeps the access log, read with stdout()).
 // Resolves to describe(...) plus stop(), which resolves to the exit
 // {code, signal}, and child / stderr() for diagnostics.
@@ -91,8 +92,9 @@ function startServer(options = {}) {
   }
   const args = ['--tableHost', '127.0.0.1', '--tablePort', '0'];
   if (options.silent !== false) args.push('--silent');
-  const database = options.location ? null : freshDatabase();
+  const database = options.location || options.database ? null : freshDatabase();
   if (options.location) args.push('--location', options.location);
+  else if (options.database) args.push('--database', options.database);
   else if (database) args.push('--database', database.url);
   else args.push('--inMemoryPersistence');
   args.push(...(options.args || []));
@@ -210,6 +212,7 @@ module.exports = {
   REPO,
   binaryPath,
   startServer,
+  freshDatabase,
   useServer,
   uniqueTableName,
   tempDir,
