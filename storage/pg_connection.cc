@@ -28,9 +28,7 @@ std::string Trim(const char* msg) {
 }
 }  // namespace
 
-bool PgRetryable(std::string_view sqlstate) {
-  return sqlstate == "40001" || sqlstate == "40P01";
-}
+bool PgRetryable(std::string_view sqlstate) { return sqlstate == "40001" || sqlstate == "40P01"; }
 
 void PgParams::Add(const char* data, size_t len, int format, unsigned oid) {
   values_.push_back(data);
@@ -123,7 +121,8 @@ Status PgConnection::Reconnect() {
     return Status::Busy("database unavailable: " + msg);
   }
   // NOTICEs (e.g. "relation already exists, skipping") are not errors.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
   // Every scan reads a key range in key order, usually up to a LIMIT; a
   // bitmap scan would read and sort the whole range first, and PostgreSQL's
   // planner picks one when the range is about as large as the LIMIT. A
@@ -146,8 +145,9 @@ bool PgConnection::Broken() const { return conn_ == nullptr || PQstatus(conn_) !
 Status PgConnection::Fail(PGresult* res, std::string_view what, std::string* sqlstate) {
   const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state != nullptr ? state : "";
-  std::string msg = std::string(what) + ": " +
-                    (res != nullptr ? Trim(PQresultErrorMessage(res)) : Trim(PQerrorMessage(conn_)));
+  std::string msg =
+      std::string(what) + ": " +
+      (res != nullptr ? Trim(PQresultErrorMessage(res)) : Trim(PQerrorMessage(conn_)));
   if (res != nullptr) PQclear(res);
   if (sqlstate != nullptr) *sqlstate = code;
   if (Broken() || Unavailable(code)) return Status::Busy("database unavailable: " + msg);

@@ -137,9 +137,9 @@ class PgPool {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by mu_
-  size_t open_ = 0;                                 // guarded by mu_ (incl. openings under way)
-  size_t in_use_ = 0;                               // guarded by mu_
-  uint64_t waits_ = 0;                              // guarded by mu_
+  size_t open_ = 0;                                  // guarded by mu_ (incl. openings under way)
+  size_t in_use_ = 0;                                // guarded by mu_
+  uint64_t waits_ = 0;                               // guarded by mu_
 };
 
 // A pooled connection for one operation; returned to the pool (rolled back

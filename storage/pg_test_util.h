@@ -64,8 +64,7 @@ inline PgTestStore OpenPgTestStore(PostgresStoreOptions options = {},
   options.pool_size = 8;
   auto store = PostgresStore::Open(options);
   if (!store.ok()) {
-    std::fprintf(stderr, "cannot open the test database: %s\n",
-                 store.status().ToString().c_str());
+    std::fprintf(stderr, "cannot open the test database: %s\n", store.status().ToString().c_str());
     std::abort();
   }
   return PgTestStore(store->release(), PgTestStoreDeleter{url, options.schema, schema.empty()});

@@ -9,6 +9,7 @@
 
 #include "storage/codec.h"
 #include "storage/edm_text.h"
+#include "storage/postgres_internal.h"
 #include "storage/store_ops.h"
 
 namespace cerulean::storage {
@@ -29,8 +30,8 @@ constexpr const char* kSchema[] = {
     "  account text NOT NULL,"
     "  name_lower text NOT NULL,"  // ASCII lower case, for lookup
     "  id bigint NOT NULL,"
-    "  name text NOT NULL,"        // as created
-    "  name_key bytea NOT NULL,"   // EncodeKey(name), for ordinal order
+    "  name text NOT NULL,"       // as created
+    "  name_key bytea NOT NULL,"  // EncodeKey(name), for ordinal order
     "  acl text NOT NULL DEFAULT '',"
     "  PRIMARY KEY(account, name_lower))",
     "CREATE INDEX IF NOT EXISTS cerulean_tables_by_name_key ON cerulean_tables(account, name_key)",
@@ -55,11 +56,10 @@ constexpr const char* kSchema[] = {
 constexpr int64_t kSchemaLockKey = 0x6365727531;  // "ceru1"
 constexpr int64_t kReaperLockKey = 0x6365727532;  // "ceru2"
 
-// Looks the live table up: its id, kTableNotFound, or the database's error.
-// `lock` takes a share lock on the catalog row, so that a concurrent
-// DeleteTable waits for the writing transaction (whose rows it then dooms).
-Status LookupTable(PgConnection* c, const std::string& account, const std::string& table,
-                   int64_t* id, bool lock, std::string* name = nullptr) {
+}  // namespace
+
+Status PgLookupTable(PgConnection* c, const std::string& account, const std::string& table,
+                     int64_t* id, bool lock, std::string* name) {
   const std::string lower = LowerAscii(table);
   PgResult r;
   Status s = c->Exec(lock ? "SELECT id, name FROM cerulean_tables WHERE account = $1 AND "
@@ -79,80 +79,6 @@ Status LookupTable(PgConnection* c, const std::string& account, const std::strin
 // Bounds within one partition are written "pk = $2 AND rk ..." (an index
 // seek to the lower RowKey, stopping at the upper); others as row values,
 // which PostgreSQL and CockroachDB also turn into index bounds.
-void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
-                    std::string* sql) {
-  if (SinglePartition(lower, upper)) {
-    *sql += " AND pk = $2";
-    if (lower->row_key) *sql += lower->inclusive ? " AND rk >= $3" : " AND rk > $3";
-    if (upper->row_key) *sql += upper->inclusive ? " AND rk <= $5" : " AND rk < $5";
-    return;
-  }
-  auto bound = [&](const KeyBound& b, bool is_lower, const char* pk, const char* rk) {
-    std::string op = is_lower ? (b.inclusive ? ">=" : ">") : (b.inclusive ? "<=" : "<");
-    if (!b.row_key) {
-      *sql += " AND pk " + op + " " + pk;
-    } else {
-      *sql += " AND (pk, rk) " + op + " (" + pk + ", " + rk + ")";
-    }
-  };
-  if (lower) bound(*lower, true, "$2", "$3");
-  if (upper) bound(*upper, false, "$4", "$5");
-}
-
-void BindRange(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
-               std::vector<std::string>* keys, PgParams* params) {
-  keys->clear();
-  keys->reserve(4);
-  auto add = [&](const std::optional<std::string>& key) {
-    if (!key) {
-      params->NullBytes();
-      return;
-    }
-    keys->push_back(EncodeKey(*key));
-    params->Bytes(keys->back());
-  };
-  auto pk = [](const std::optional<KeyBound>& b) {
-    return b ? std::optional<std::string>(b->partition_key) : std::nullopt;
-  };
-  auto rk = [](const std::optional<KeyBound>& b) { return b ? b->row_key : std::nullopt; };
-  add(pk(lower));
-  add(rk(lower));
-  add(pk(upper));
-  add(rk(upper));
-}
-
-// The statement reading `chunk` rows of table `id` from `lower` to `upper`
-// in key order, and its parameters (`keys` holds the bytes they view).
-std::string ScanSql(int64_t id, const std::optional<KeyBound>& lower,
-                    const std::optional<KeyBound>& upper, int64_t chunk,
-                    std::vector<std::string>* keys, PgParams* params) {
-  std::string sql = "SELECT pk, rk, ts, props FROM cerulean_entities WHERE table_id = $1";
-  AppendRangeSql(lower, upper, &sql);
-  sql += " ORDER BY pk, rk LIMIT $6";
-  params->Int64(id);
-  BindRange(lower, upper, keys, params);
-  params->Int64(chunk);
-  return sql;
-}
-
-}  // namespace
-
-class PostgresStore::Timed {
- public:
-  explicit Timed(PostgresStore* store)
-      : store_(store), start_(std::chrono::steady_clock::now()) {}
-  ~Timed() {
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                  std::chrono::steady_clock::now() - start_)
-                  .count();
-    store_->operations_.fetch_add(1, std::memory_order_relaxed);
-    store_->operation_micros_.fetch_add(static_cast<uint64_t>(us), std::memory_order_relaxed);
-  }
-
- private:
-  PostgresStore* store_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 // One ApplyAsync waiting in a lane (or a Flush barrier: no ops).
 struct PostgresStore::Pending {
@@ -188,8 +114,14 @@ Status PostgresStore::Init() {
     // (whose search_path names it).
     Status s = PgConnection::Open(options_.url, "", &c);
     if (!s.ok()) return s;
+    PgResult version;
+    s = c->Exec("SELECT version()", PgParams(), &version);
+    if (!s.ok()) return s;
+    // CockroachDB has no advisory locks.
+    advisory_locks_ = options_.advisory_locks && version.rows() == 1 &&
+                      version.View(0, 0).find("CockroachDB") == std::string_view::npos;
     s = c->Command("BEGIN");
-    if (s.ok() && options_.advisory_locks) {
+    if (s.ok() && advisory_locks_) {
       // Nodes starting together would otherwise race on CREATE ... IF NOT
       // EXISTS (which is not atomic in PostgreSQL).
       s = c->Exec("SELECT pg_advisory_xact_lock($1)", PgParams().Int64(kSchemaLockKey));
@@ -197,7 +129,8 @@ Status PostgresStore::Init() {
     if (s.ok() && !options_.schema.empty()) {
       std::string q = options_.schema;
       // A quoted identifier: double the quotes.
-      for (size_t i = q.find('"'); i != std::string::npos; i = q.find('"', i + 2)) q.insert(i, "\"");
+      for (size_t i = q.find('"'); i != std::string::npos; i = q.find('"', i + 2))
+        q.insert(i, "\"");
       s = c->Command("CREATE SCHEMA IF NOT EXISTS \"" + q + "\"");
       if (s.ok()) s = c->Command("SET LOCAL search_path TO \"" + q + "\"");
     }
@@ -284,9 +217,9 @@ Status PostgresStore::DeleteTable(const std::string& account, const std::string&
   const std::string lower = LowerAscii(table);
   Status status = Transaction([&](PgConnection* c, std::string* sqlstate) {
     PgResult r;
-    Status s = c->Exec(
-        "DELETE FROM cerulean_tables WHERE account = $1 AND name_lower = $2 RETURNING id",
-        PgParams().Text(account).Text(lower), &r, sqlstate);
+    Status s =
+        c->Exec("DELETE FROM cerulean_tables WHERE account = $1 AND name_lower = $2 RETURNING id",
+                PgParams().Text(account).Text(lower), &r, sqlstate);
     if (!s.ok()) return s;
     if (r.rows() == 0) return Status::TableNotFound(table);
     return c->Exec("INSERT INTO cerulean_doomed_tables(table_id) VALUES ($1)",
@@ -302,7 +235,7 @@ Result<std::string> PostgresStore::GetTable(const std::string& account, const st
   if (!c.status().ok()) return c.status();
   int64_t id = 0;
   std::string name;
-  Status s = LookupTable(c.get(), account, table, &id, /*lock=*/false, &name);
+  Status s = PgLookupTable(c.get(), account, table, &id, /*lock=*/false, &name);
   if (!s.ok()) return s;
   return name;
 }
@@ -358,9 +291,8 @@ Status PostgresStore::SetTableAcl(const std::string& account, const std::string&
   const std::string lower = LowerAscii(table);
   return Transaction([&](PgConnection* c, std::string* sqlstate) {
     PgResult r;
-    Status s =
-        c->Exec("UPDATE cerulean_tables SET acl = $3 WHERE account = $1 AND name_lower = $2",
-                PgParams().Text(account).Text(lower).Text(acl), &r, sqlstate);
+    Status s = c->Exec("UPDATE cerulean_tables SET acl = $3 WHERE account = $1 AND name_lower = $2",
+                       PgParams().Text(account).Text(lower).Text(acl), &r, sqlstate);
     if (s.ok() && r.Affected() == 0) return Status::TableNotFound(table);
     return s;
   });
@@ -453,290 +385,11 @@ Status PostgresStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* by
   return Status::Ok();
 }
 
-// ---------------------------------------------------------------------------
-// Entities.
-
-Status PostgresStore::GetEntityRow(const std::string& account, const std::string& table,
-                                   const std::string& partition_key, const std::string& row_key,
-                                   const RowVisitor& visit) {
-  Timed timed(this);
-  PgLease c(&pool_);
-  if (!c.status().ok()) return c.status();
-  if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
-    // Such keys are never stored; their encodings would alias others.
-    int64_t id = 0;
-    Status s = LookupTable(c.get(), account, table, &id, /*lock=*/false);
-    if (!s.ok()) return s;
-    return Status::NotFound();
-  }
-  // One statement, so one snapshot for the table lookup and the row read:
-  // no row means no table, a NULL ts means no entity (ts is NOT NULL).
-  const std::string lower = LowerAscii(table);
-  const std::string pk = EncodeKey(partition_key);
-  const std::string rk = EncodeKey(row_key);
-  PgResult r;
-  Status s = c->Exec(
-      "SELECT e.ts, e.props FROM cerulean_tables t LEFT JOIN cerulean_entities e "
-      "ON e.table_id = t.id AND e.pk = $3 AND e.rk = $4 "
-      "WHERE t.account = $1 AND t.name_lower = $2",
-      PgParams().Text(account).Text(lower).Bytes(pk).Bytes(rk), &r);
-  if (!s.ok()) return s;
-  if (r.rows() == 0) return Status::TableNotFound(table);
-  if (r.IsNull(0, 0)) return Status::NotFound();
-  EntityRow row;
-  row.partition_key = partition_key;
-  row.row_key = row_key;
-  row.timestamp = r.Int64(0, 0);
-  row.properties = r.View(0, 1);
-  return visit(row);
-}
-
-Status PostgresStore::ScanRows(const std::string& account, const std::string& table,
-                               const ScanRequest& request, const RowVisitor& visit,
-                               std::optional<EntityKey>* next) {
-  next->reset();
-  Timed timed(this);
-  PgLease c(&pool_);
-  if (!c.status().ok()) return c.status();
-  // One snapshot for every range and chunk of the page.
-  Status s = c->Command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  int64_t id = 0;
-  if (s.ok()) s = LookupTable(c.get(), account, table, &id, /*lock=*/false);
-  if (!s.ok()) return s;
-
-  // Rows are read in chunks (keyset pages inside the snapshot), so a page
-  // with a selective predicate does not pull the whole range at once.
-  const size_t want = std::min(request.limit, request.max_examined);
-  const int64_t chunk = static_cast<int64_t>(want >= 999 ? 1000 : std::max<size_t>(2, want + 1));
-  std::string pk, rk;
-  Entity decoded;
-  std::vector<std::string> keys;
-  size_t examined = 0, visited = 0;
-  for (const KeyRange& range : request.ranges) {
-    std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
-    while (true) {
-      PgParams params;
-      const std::string sql = ScanSql(id, lower, range.upper, chunk, &keys, &params);
-      PgResult r;
-      s = c->Exec(sql, params, &r);
-      if (!s.ok()) return s;
-      const int rows = r.rows();
-      for (int i = 0; i < rows; ++i) {
-        if (examined >= request.max_examined || visited >= request.limit) {
-          // Budget spent: this row is where the next page starts.
-          EntityKey key;
-          s = DecodeKeyInto(r.View(i, 0), &key.partition_key);
-          if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &key.row_key);
-          if (!s.ok()) return s;
-          *next = std::move(key);
-          return Status::Ok();
-        }
-        if (request.abandon && examined % ScanRequest::kRowsPerAbandonPoll == 0 &&
-            request.abandon()) {
-          return Status::Busy("scan abandoned");
-        }
-        ++examined;
-        EntityRow row;
-        row.timestamp = r.Int64(i, 2);
-        row.properties = r.View(i, 3);
-        s = DecodeKeyInto(r.View(i, 0), &pk);
-        if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &rk);
-        if (!s.ok()) return s;
-        if (request.predicate) {
-          decoded.partition_key = pk;
-          decoded.row_key = rk;
-          decoded.timestamp = row.timestamp;
-          s = DecodeProperties(row.properties, &decoded.properties);
-          if (!s.ok()) return s;
-          if (!request.predicate(decoded)) continue;
-          row.partition_key = decoded.partition_key;
-          row.row_key = decoded.row_key;
-          row.decoded = &decoded;
-        } else {
-          row.partition_key = pk;
-          row.row_key = rk;
-        }
-        ++visited;
-        s = visit(row);
-        if (!s.ok()) return s;
-      }
-      if (rows < chunk) break;  // the range is done
-      // Go on after the last row read (the visitor may have moved from
-      // `decoded`, so the keys come from the result).
-      KeyBound after{"", std::string(), false};
-      s = DecodeKeyInto(r.View(rows - 1, 0), &after.partition_key);
-      if (s.ok()) s = DecodeKeyInto(r.View(rows - 1, 1), &*after.row_key);
-      if (!s.ok()) return s;
-      lower = std::move(after);
-    }
-  }
-  return Status::Ok();
-}
-
-Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
-                                const std::string& table, const std::vector<WriteOp>& ops,
-                                ApplyResult* result, ApplyError* error, bool* retry) {
-  *retry = false;
-  std::string sqlstate;
-  auto db_error = [&](Status s) {
-    *retry = PgRetryable(sqlstate);
-    if (error != nullptr) *error = ApplyError{s, 0};
-    return s;
-  };
-  auto refuse = [&](size_t i, Status s) {
-    if (error != nullptr) *error = ApplyError{s, i};
-    return s;
-  };
-  Status s = c->Command("BEGIN", &sqlstate);
-  if (!s.ok()) return db_error(s);
-  int64_t id = 0;
-  s = LookupTable(c, account, table, &id, /*lock=*/true);
-  if (s.code() == StatusCode::kTableNotFound) return refuse(0, s);
-  if (!s.ok()) return db_error(s);
-  const int64_t base = NextTimestamp();
-
-  // Phase 1: lock and read every addressed row but those of inserts, and
-  // decide each op's outcome, so that a refused Apply writes nothing. The
-  // row locks (FOR UPDATE) make the If-Match check and the merge race-free
-  // against other nodes until the commit.
-  struct Planned {
-    std::string pk, rk;
-    bool exists = false, remove = false;
-    int64_t ts = 0;
-    std::string props;
-  };
-  std::vector<Planned> planned(ops.size());
-  std::vector<Property> props;
-  auto read = [&](Planned& plan, int64_t* prev_ts, std::string* blob) -> Status {
-    PgResult r;
-    Status rs = c->Exec(
-        "SELECT ts, props FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3 "
-        "FOR UPDATE",
-        PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), &r, &sqlstate);
-    if (!rs.ok()) return rs;
-    plan.exists = r.rows() > 0;
-    if (plan.exists) {
-      *prev_ts = r.Int64(0, 0);
-      if (blob != nullptr) blob->assign(r.View(0, 1));
-    }
-    return Status::Ok();
-  };
-  // A refusal of op `i` found in phase 1: an insert before it whose row
-  // exists comes first, as if every op had been checked in order.
-  auto refuse_after_inserts = [&](size_t i, Status refusal) -> Status {
-    for (size_t j = 0; j < i; ++j) {
-      if (ops[j].kind != WriteKind::kInsert) continue;
-      int64_t prev = 0;
-      Status rs = read(planned[j], &prev, nullptr);
-      if (!rs.ok()) return db_error(rs);
-      if (planned[j].exists) return refuse(j, Status::AlreadyExists());
-    }
-    return refuse(i, refusal);
-  };
-  std::string blob;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const WriteOp& op = ops[i];
-    Planned& plan = planned[i];
-    const Entity& e = op.entity;
-    if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
-      return refuse_after_inserts(i, Status::InvalidArgument("InvalidKey"));
-    }
-    plan.pk = EncodeKey(e.partition_key);
-    plan.rk = EncodeKey(e.row_key);
-    int64_t prev_ts = 0;
-    if (op.kind != WriteKind::kInsert) {
-      s = read(plan, &prev_ts, &blob);
-      if (!s.ok()) return db_error(s);
-    }
-    const bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
-                             op.kind == WriteKind::kDelete;
-    if (conditional && !plan.exists) return refuse_after_inserts(i, Status::NotFound());
-    if (conditional && op.if_match && *op.if_match != prev_ts) {
-      return refuse_after_inserts(i, Status::ConditionFailed());
-    }
-    if (op.kind == WriteKind::kDelete) {
-      plan.remove = true;
-      continue;
-    }
-    const bool merge =
-        plan.exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
-    const std::vector<Property>* final_props = &e.properties;
-    if (merge) {
-      s = DecodeProperties(blob, &props);
-      if (!s.ok()) return db_error(s);
-      MergeProperties(e.properties, &props);
-      final_props = &props;
-    }
-    if (final_props->size() > kMaxCustomProperties) {
-      return refuse_after_inserts(i, Status::InvalidArgument("TooManyProperties"));
-    }
-    // Strictly above the row's previous timestamp, whichever node wrote it
-    // (the row is locked): every write of an entity gets a new ETag.
-    plan.ts = plan.exists ? std::max(base, prev_ts + 1) : base;
-    EncodeProperties(*final_props, &plan.props);
-  }
-
-  // Phase 2: write. An insert (or an upsert that found no row) meets a row
-  // another transaction committed since: for an insert that is its
-  // refusal; for an upsert the Apply is run again, and then finds the row.
-  std::vector<int64_t> timestamps;
-  timestamps.reserve(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Planned& plan = planned[i];
-    PgResult r;
-    if (plan.remove) {
-      s = c->Exec("DELETE FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3",
-                  PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), nullptr, &sqlstate);
-    } else if (plan.exists) {
-      s = c->Exec(
-          "UPDATE cerulean_entities SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND "
-          "rk = $3",
-          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
-          &sqlstate);
-    } else {
-      s = c->Exec(
-          "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5) "
-          "ON CONFLICT DO NOTHING",
-          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
-          &sqlstate);
-      if (s.ok() && r.Affected() == 0) {
-        if (ops[i].kind == WriteKind::kInsert) return refuse(i, Status::AlreadyExists());
-        *retry = true;
-        return refuse(i, Status::Busy("concurrent insert"));
-      }
-    }
-    if (!s.ok()) return db_error(s);
-    timestamps.push_back(plan.remove ? 0 : plan.ts);
-  }
-  s = c->Command("COMMIT", &sqlstate);
-  if (!s.ok()) return db_error(s);
-  if (result != nullptr) result->timestamps = std::move(timestamps);
-  return Status::Ok();
-}
-
-Status PostgresStore::Apply(const std::string& account, const std::string& table,
-                            const std::vector<WriteOp>& ops, ApplyResult* result,
-                            ApplyError* error) {
-  Timed timed(this);
-  for (int attempt = 0;; ++attempt) {
-    PgLease c(&pool_);
-    if (!c.status().ok()) {
-      if (error != nullptr) *error = ApplyError{c.status(), 0};
-      return c.status();
-    }
-    bool retry = false;
-    Status s = ApplyOnce(c.get(), account, table, ops, result, error, &retry);
-    if (s.ok() || !retry || attempt >= options_.max_retries) return s;
-    c->RollbackIfActive();
-    retries_.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
 void PostgresStore::ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
                                ApplyCallback done) {
   // Writes to one partition share a lane, so they commit (and call back)
   // in the order they came; others run beside them.
-  size_t h = std::hash<std::string>{}(account) * 31 + std::hash<std::string>{}(LowerAscii(table));
+  size_t h = std::hash<std::string>{}(account)*31 + std::hash<std::string>{}(LowerAscii(table));
   if (!ops.empty()) h = h * 31 + std::hash<std::string>{}(ops.front().entity.partition_key);
   Lane* lane = lanes_[h % lanes_.size()].get();
   auto p = std::make_unique<Pending>();
@@ -822,7 +475,7 @@ Status PostgresStore::ReapAll() {
   PgLease c(&pool_);
   if (!c.status().ok()) return c.status();
   PgResult r;
-  if (options_.advisory_locks) {
+  if (advisory_locks_) {
     // A session lock: held across the chunks' own transactions, and freed
     // by the database if this node dies.
     Status s = c->Exec("SELECT pg_try_advisory_lock($1)", PgParams().Int64(kReaperLockKey), &r);
@@ -850,7 +503,7 @@ Status PostgresStore::ReapAll() {
       if (!s.ok()) break;
     }
   }
-  if (options_.advisory_locks && !c->Broken()) {
+  if (advisory_locks_ && !c->Broken()) {
     static_cast<void>(
         c->Exec("SELECT pg_advisory_unlock($1)", PgParams().Int64(kReaperLockKey), &r));
   }
@@ -886,29 +539,6 @@ PostgresStoreStats PostgresStore::GetStats() const {
   stats.operation_micros = operation_micros_.load(std::memory_order_relaxed);
   stats.retries = retries_.load(std::memory_order_relaxed);
   return stats;
-}
-
-}  // namespace cerulean::storage
-
-namespace cerulean::storage {
-
-Result<std::vector<std::string>> PostgresStore::ExplainScanForTesting(const std::string& account,
-                                                                      const std::string& table,
-                                                                      const KeyRange& range) {
-  PgLease c(&pool_);
-  if (!c.status().ok()) return c.status();
-  int64_t id = 0;
-  Status s = LookupTable(c.get(), account, table, &id, /*lock=*/false);
-  if (!s.ok()) return s;
-  std::vector<std::string> keys;
-  PgParams params;
-  const std::string sql = ScanSql(id, range.lower, range.upper, 100, &keys, &params);
-  PgResult r;
-  s = c->Exec("EXPLAIN " + sql, params, &r);
-  if (!s.ok()) return s;
-  std::vector<std::string> plan;
-  for (int i = 0; i < r.rows(); ++i) plan.emplace_back(r.View(i, 0));
-  return plan;
 }
 
 }  // namespace cerulean::storage

@@ -43,8 +43,8 @@ struct PostgresStoreOptions {
   // Run the reaper thread (tests turn it off and call ReapNowForTesting).
   bool background_reaping = true;
   // Let one node at a time reap, through pg_try_advisory_lock (PostgreSQL,
-  // Citus, YugabyteDB; CockroachDB has no advisory locks: turn off, and
-  // nodes then may reap the same table at once, which is harmless).
+  // Citus, YugabyteDB). Off on CockroachDB, which has none (detected):
+  // nodes then may reap the same table at once, which is harmless.
   bool advisory_locks = true;
   // A transaction the database gave up (serialization failure, deadlock,
   // a concurrent insert of the same key) is run again up to this often.
@@ -55,10 +55,10 @@ struct PostgresStoreOptions {
 struct PostgresStoreStats {
   uint64_t connections_open = 0;
   uint64_t connections_in_use = 0;
-  uint64_t pool_waits = 0;       // acquisitions that waited for a connection
-  uint64_t operations = 0;       // store calls that reached the database
-  uint64_t operation_micros = 0; // their total latency
-  uint64_t retries = 0;          // transactions run again
+  uint64_t pool_waits = 0;        // acquisitions that waited for a connection
+  uint64_t operations = 0;        // store calls that reached the database
+  uint64_t operation_micros = 0;  // their total latency
+  uint64_t retries = 0;           // transactions run again
 };
 
 class PostgresStore final : public Store {
@@ -144,6 +144,8 @@ class PostgresStore final : public Store {
   class Timed;
 
   const PostgresStoreOptions options_;
+  // options_.advisory_locks, unless the database has none (set by Init).
+  bool advisory_locks_ = false;
   PgPool pool_;
   std::atomic<int64_t> last_timestamp_{0};
   std::atomic<uint64_t> operations_{0}, operation_micros_{0}, retries_{0};

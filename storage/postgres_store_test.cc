@@ -143,8 +143,9 @@ TEST_CASE("postgres: concurrent If-Match writes from two stores: exactly one win
       ++ready;
       while (ready < 2) {
       }
-      *s = store->Apply("acct", "t", {Op(WriteKind::kMerge, "p", "r", {{"n", Value::Int32(n)}}, etag)},
-                        r, nullptr);
+      *s = store->Apply("acct", "t",
+                        {Op(WriteKind::kMerge, "p", "r", {{"n", Value::Int32(n)}}, etag)}, r,
+                        nullptr);
     };
     std::thread ta(update, a.get(), 2 * round, &sa, &ra);
     std::thread tb(update, b.get(), 2 * round + 1, &sb, &rb);

@@ -149,7 +149,8 @@ TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend, PostgresBacke
   CHECK(store->GetTable("other", "MyTable").ok());
 }
 
-TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend, MemoryBackend, PostgresBackend) {
+TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
   if (!store) return;  // no test database
@@ -171,7 +172,8 @@ TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend,
   CHECK(names == std::vector<std::string>(expected.begin(), expected.end()));
 }
 
-TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBackend, PostgresBackend) {
+TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
   if (!store) return;  // no test database
@@ -288,7 +290,8 @@ TEST_CASE_TEMPLATE("store: GetEntityRow visits the stored row, undecoded, once",
   CHECK(visits == 1);
 }
 
-TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend, PostgresBackend) {
+TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
   if (!store) return;  // no test database
@@ -766,8 +769,8 @@ TEST_CASE_TEMPLATE("store: ScanRows visits rows undecoded, as Scan returns them"
   CHECK(seen == 3);
 }
 
-TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend,
-                   MemoryBackend, PostgresBackend) {
+TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
   if (!store) return;  // no test database
@@ -829,7 +832,8 @@ TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBac
   }
 }
 
-TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, MemoryBackend, PostgresBackend) {
+TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
   if (!store) return;  // no test database
