@@ -265,32 +265,11 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
       s = read(plan, &prev_ts, &blob);
       if (!s.ok()) return db_error(s);
     }
-    const bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
-                             op.kind == WriteKind::kDelete;
-    if (conditional && !plan.exists) return refuse_after_inserts(i, Status::NotFound());
-    if (conditional && op.if_match && *op.if_match != prev_ts) {
-      return refuse_after_inserts(i, Status::ConditionFailed());
-    }
-    if (op.kind == WriteKind::kDelete) {
-      plan.remove = true;
-      continue;
-    }
-    const bool merge =
-        plan.exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
-    const std::vector<Property>* final_props = &e.properties;
-    if (merge) {
-      s = DecodeProperties(blob, &props);
-      if (!s.ok()) return db_error(s);
-      MergeProperties(e.properties, &props);
-      final_props = &props;
-    }
-    if (final_props->size() > kMaxCustomProperties) {
-      return refuse_after_inserts(i, Status::InvalidArgument("TooManyProperties"));
-    }
-    // Strictly above the row's previous timestamp, whichever node wrote it
-    // (the row is locked): every write of an entity gets a new ETag.
-    plan.ts = plan.exists ? std::max(base, prev_ts + 1) : base;
-    EncodeProperties(*final_props, &plan.props);
+    // The row is locked: the new timestamp is above the one any node wrote.
+    s = PlanWrite(op, plan.exists, prev_ts, blob, base, &props, &plan.remove, &plan.ts,
+                  &plan.props);
+    if (s.code() == StatusCode::kCorruption) return db_error(s);
+    if (!s.ok()) return refuse_after_inserts(i, s);
   }
 
   // Phase 2: write. An insert (or an upsert that found no row) meets a row

@@ -1163,30 +1163,10 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
       if (!s.ok()) return s;
     }
 
-    bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
-                       op.kind == WriteKind::kDelete;
-    if (conditional && !exists) return refuse(i, Status::NotFound());
-    if (conditional && op.if_match && *op.if_match != prev_ts) {
-      return refuse(i, Status::ConditionFailed());
-    }
-
-    if (op.kind == WriteKind::kDelete) {
-      plan.remove = true;
-      continue;
-    }
-    bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
-    const std::vector<Property>* final_props = &e.properties;
-    if (merge) {
-      s = DecodeProperties(props_blob, &props);
-      if (!s.ok()) return s;
-      MergeProperties(e.properties, &props);
-      final_props = &props;
-    }
-    if (final_props->size() > kMaxCustomProperties) {
-      return refuse(i, Status::InvalidArgument("TooManyProperties"));
-    }
-    plan.ts = exists ? std::max(base, prev_ts + 1) : base;
-    EncodeProperties(*final_props, &plan.props);
+    s = PlanWrite(op, exists, prev_ts, props_blob, base, &props, &plan.remove, &plan.ts,
+                  &plan.props);
+    if (s.code() == StatusCode::kCorruption) return s;
+    if (!s.ok()) return refuse(i, s);
   }
 
   // Phase 2: write. An insert may still be refused (its row exists): with

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "storage/codec.h"
+
 namespace cerulean::storage {
 
 std::string LowerAscii(std::string_view s) {
@@ -40,6 +42,35 @@ std::optional<KeyBound> EffectiveLower(const std::optional<KeyBound>& lower,
   if (c > 0) return from;
   if (c == 0) return lower->inclusive ? from : *lower;
   return *lower;
+}
+
+Status PlanWrite(const WriteOp& op, bool exists, int64_t prev_ts, std::string_view stored_props,
+                 int64_t base, std::vector<Property>* scratch, bool* remove, int64_t* ts,
+                 std::string* props) {
+  *remove = false;
+  const bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
+                           op.kind == WriteKind::kDelete;
+  if (conditional && !exists) return Status::NotFound();
+  if (conditional && op.if_match && *op.if_match != prev_ts) return Status::ConditionFailed();
+  if (op.kind == WriteKind::kDelete) {
+    *remove = true;
+    return Status::Ok();
+  }
+  const bool merge =
+      exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
+  const std::vector<Property>* final_props = &op.entity.properties;
+  if (merge) {
+    Status s = DecodeProperties(stored_props, scratch);
+    if (!s.ok()) return s;
+    MergeProperties(op.entity.properties, scratch);
+    final_props = scratch;
+  }
+  if (final_props->size() > kMaxCustomProperties) {
+    return Status::InvalidArgument("TooManyProperties");
+  }
+  *ts = exists ? std::max(base, prev_ts + 1) : base;
+  EncodeProperties(*final_props, props);
+  return Status::Ok();
 }
 
 bool SinglePartition(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper) {
