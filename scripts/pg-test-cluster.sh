@@ -6,13 +6,15 @@
 # 127.0.0.1, its unix socket inside the folder) and prints the connection URL
 # on stdout. `stop` shuts it down and removes the folder.
 #
-# Usage: scripts/pg-test-cluster.sh start [DIR-FILE] | stop [DIR-FILE]
+# Usage: scripts/pg-test-cluster.sh start|stop|down|up [DIR-FILE]
 #   start  prints postgresql://cerulean@127.0.0.1:PORT/cerulean
+#   down / up  stop and restart the server, keeping its data and port (tests
+#   of a database outage)
 #   DIR-FILE (default ${TMPDIR:-/tmp}/cerulean-pg-cluster) records the
 #   cluster's folder between start and stop.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop [DIR-FILE]" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|down|up [DIR-FILE]" >&2; exit 2; }
 (($# >= 1)) || usage
 command=$1
 state=${2:-${TMPDIR:-/tmp}/cerulean-pg-cluster}
@@ -66,7 +68,7 @@ start() {
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" start >/dev/null; then
+      -o "$(server_options "$port" "$dir")" start >/dev/null; then
       echo "$port" >"$dir/port"
       as_owner "$bindir/createdb" -h 127.0.0.1 -p "$port" -U cerulean cerulean
       echo "postgresql://cerulean@127.0.0.1:$port/cerulean"
@@ -90,8 +92,26 @@ stop() {
   rm -f "$state"
 }
 
+# The server's options, for start and up.
+server_options() { echo "-c listen_addresses=127.0.0.1 -p $1 -k $2 -c fsync=off -c max_connections=200"; }
+
+down() {
+  local dir
+  dir=$(cat "$state")
+  as_owner "$(pg_bindir)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+}
+
+up() {
+  local dir
+  dir=$(cat "$state")
+  as_owner "$(pg_bindir)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+    -o "$(server_options "$(cat "$dir/port")" "$dir")" start >/dev/null
+}
+
 case $command in
   start) start ;;
   stop) stop ;;
+  down) down ;;
+  up) up ;;
   *) usage ;;
 esac

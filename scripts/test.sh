@@ -206,6 +206,11 @@ if wants postgres; then
       run_suite e2e-python-postgres "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
         bash tests/e2e/python/run.sh
     fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/node/pg-outage.test.js ]]; then
+      # Alone: it stops and restarts the database under the servers.
+      run_suite e2e-node-pg-outage "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        CERULEAN_E2E_PG_CLUSTER="$pg_state" node tests/e2e/node/run.js pg-outage.test.js
+    fi
     bash scripts/pg-test-cluster.sh stop "$pg_state"
     trap - EXIT
   else
