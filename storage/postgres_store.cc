@@ -541,4 +541,19 @@ PostgresStoreStats PostgresStore::GetStats() const {
   return stats;
 }
 
+std::vector<StoreGauge> PostgresStore::Gauges() const {
+  const PostgresStoreStats st = GetStats();
+  return {
+      {"pg_connections_open", "Database connections open (the pool's).", false,
+       st.connections_open},
+      {"pg_connections_in_use", "Database connections in use.", false, st.connections_in_use},
+      {"pg_pool_waits", "Times a store call waited for a free connection.", true, st.pool_waits},
+      {"pg_operations", "Store calls that reached the database.", true, st.operations},
+      {"pg_operation_microseconds", "Total latency of those calls, in microseconds.", true,
+       st.operation_micros},
+      {"pg_retries", "Transactions run again (serialization failure, deadlock, a racing insert).",
+       true, st.retries},
+  };
+}
+
 }  // namespace cerulean::storage

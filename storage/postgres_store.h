@@ -104,6 +104,9 @@ class PostgresStore final : public Store {
   // nothing changed.
 
   PostgresStoreStats GetStats() const;
+  // GetStats() as StoreGauges (pg_connections_open, pg_connections_in_use,
+  // pg_pool_waits, pg_operations, pg_operation_microseconds, pg_retries).
+  std::vector<StoreGauge> Gauges() const override;
 
   // Introspection for tests, as SqliteStore's.
   Result<uint64_t> CountEntityRowsForTesting();

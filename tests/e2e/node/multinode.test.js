@@ -91,6 +91,21 @@ describe('two nodes over one PostgreSQL database', { skip }, () => {
     for (const size of sizes) assert.equal(size % 50, 0, `saw ${size} rows: part of a 50-entity batch`);
   });
 
+  test('/_metrics reports the database pool and query latencies', async () => {
+    const text = await (await fetch(`${nodes[0].url}/_metrics`)).text();
+    const value = (name) => {
+      const m = new RegExp(`^cerulean_store_${name} (\\d+)$`, 'm').exec(text);
+      assert.ok(m, `no cerulean_store_${name} in /_metrics`);
+      return Number(m[1]);
+    };
+    assert.ok(value('pg_connections_open') >= 1);
+    assert.ok(value('pg_connections_in_use') >= 0);
+    assert.ok(value('pg_pool_waits') >= 0);
+    assert.ok(value('pg_operations') >= 1);
+    assert.ok(value('pg_operation_microseconds') >= 1);
+    assert.match(text, /# TYPE cerulean_store_pg_operations counter/);
+  });
+
   test('a continuation from one node resumes on the other', async () => {
     const table = uniqueTableName('mn');
     await client(nodes[0], table).createTable();
