@@ -1,5 +1,6 @@
 #include "storage/pg_connection.h"
 
+#include <dlfcn.h>
 #include <libpq-fe.h>
 
 #include <cstring>
@@ -8,6 +9,46 @@
 namespace cerulean::storage {
 
 namespace {
+
+// libpq is loaded when the first connection opens (dlopen), not linked: it
+// and the ~25 libraries it needs (GnuTLS, Kerberos, LDAP, ...) cost the
+// dynamic loader ~18M cycles at every start (LD_DEBUG=statistics), which a
+// server on the default SQLite store would pay for nothing.
+// clang-format off
+#define CERULEAN_LIBPQ_FUNCTIONS(X)                                                         \
+  X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQescapeIdentifier) \
+  X(PQexec) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetlength)     \
+  X(PQgetvalue) X(PQntuples) X(PQprepare) X(PQresultErrorField) X(PQresultErrorMessage)  \
+  X(PQresultStatus) X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)
+// clang-format on
+
+struct LibPq {
+#define CERULEAN_DECLARE(f) decltype(&::f) f = nullptr;
+  CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_DECLARE)
+#undef CERULEAN_DECLARE
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+const LibPq& Pq() {
+  static const LibPq lib = [] {
+    LibPq l;
+    void* handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      l.error = std::string("cannot load libpq.so.5 (Debian package libpq5): ") +
+                (why != nullptr ? why : "");
+      return l;
+    }
+#define CERULEAN_LOAD(f)                                     \
+  l.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f)); \
+  if (l.f == nullptr && l.error.empty()) l.error = "libpq.so.5 has no " #f;
+    CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_LOAD)
+#undef CERULEAN_LOAD
+    return l;
+  }();
+  return lib;
+}
+
 // Type OIDs (pg_type.h): persistent in every PostgreSQL-protocol server.
 constexpr unsigned kByteaOid = 17;
 constexpr unsigned kInt8Oid = 20;
@@ -61,35 +102,35 @@ PgParams& PgParams::NullBytes() {
 }
 
 PgResult::~PgResult() {
-  if (res_ != nullptr) PQclear(res_);
+  if (res_ != nullptr) Pq().PQclear(res_);
 }
 PgResult::PgResult(PgResult&& other) noexcept : res_(std::exchange(other.res_, nullptr)) {}
 PgResult& PgResult::operator=(PgResult&& other) noexcept {
   if (this != &other) {
-    if (res_ != nullptr) PQclear(res_);
+    if (res_ != nullptr) Pq().PQclear(res_);
     res_ = std::exchange(other.res_, nullptr);
   }
   return *this;
 }
 
-int PgResult::rows() const { return res_ != nullptr ? PQntuples(res_) : 0; }
-bool PgResult::IsNull(int row, int col) const { return PQgetisnull(res_, row, col) != 0; }
+int PgResult::rows() const { return res_ != nullptr ? Pq().PQntuples(res_) : 0; }
+bool PgResult::IsNull(int row, int col) const { return Pq().PQgetisnull(res_, row, col) != 0; }
 std::string_view PgResult::View(int row, int col) const {
-  return std::string_view(PQgetvalue(res_, row, col),
-                          static_cast<size_t>(PQgetlength(res_, row, col)));
+  return std::string_view(Pq().PQgetvalue(res_, row, col),
+                          static_cast<size_t>(Pq().PQgetlength(res_, row, col)));
 }
 int64_t PgResult::Int64(int row, int col) const {
-  const auto* p = reinterpret_cast<const unsigned char*>(PQgetvalue(res_, row, col));
-  if (PQgetlength(res_, row, col) != 8) return 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(Pq().PQgetvalue(res_, row, col));
+  if (Pq().PQgetlength(res_, row, col) != 8) return 0;
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
   return static_cast<int64_t>(v);
 }
 bool PgResult::Bool(int row, int col) const {
-  return PQgetlength(res_, row, col) == 1 && PQgetvalue(res_, row, col)[0] != 0;
+  return Pq().PQgetlength(res_, row, col) == 1 && Pq().PQgetvalue(res_, row, col)[0] != 0;
 }
 int64_t PgResult::Affected() const {
-  const char* n = res_ != nullptr ? PQcmdTuples(res_) : "";
+  const char* n = res_ != nullptr ? Pq().PQcmdTuples(res_) : "";
   return *n != '\0' ? std::strtoll(n, nullptr, 10) : 0;
 }
 
@@ -105,23 +146,24 @@ Status PgConnection::Open(const std::string& url, const std::string& schema,
 }
 
 PgConnection::~PgConnection() {
-  if (conn_ != nullptr) PQfinish(conn_);
+  if (conn_ != nullptr) Pq().PQfinish(conn_);
 }
 
 Status PgConnection::Reconnect() {
-  if (conn_ != nullptr) PQfinish(conn_);
+  if (!Pq().error.empty()) return Status::IOError(Pq().error);
+  if (conn_ != nullptr) Pq().PQfinish(conn_);
   prepared_.clear();
   // connect_timeout bounds a connection attempt to an unreachable host (the
   // default waits as long as TCP does); a URL's own setting wins.
   const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
   const char* values[] = {url_.c_str(), "5", "cerulean", nullptr};
-  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-    std::string msg = conn_ != nullptr ? Trim(PQerrorMessage(conn_)) : "out of memory";
+  conn_ = Pq().PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (conn_ == nullptr || Pq().PQstatus(conn_) != CONNECTION_OK) {
+    std::string msg = conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_)) : "out of memory";
     return Status::Busy("database unavailable: " + msg);
   }
   // NOTICEs (e.g. "relation already exists, skipping") are not errors.
-  PQsetNoticeProcessor(
+  Pq().PQsetNoticeProcessor(
       conn_, [](void*, const char*) {}, nullptr);
   // Every scan reads a key range in key order, usually up to a LIMIT; a
   // bitmap scan would read and sort the whole range first, and PostgreSQL's
@@ -130,25 +172,27 @@ Status PgConnection::Reconnect() {
   // refuses it, which changes nothing.
   static_cast<void>(Command("SET enable_bitmapscan = off"));
   if (!schema_.empty()) {
-    char* ident = PQescapeIdentifier(conn_, schema_.c_str(), schema_.size());
+    char* ident = Pq().PQescapeIdentifier(conn_, schema_.c_str(), schema_.size());
     if (ident == nullptr) return Status::InvalidArgument("bad schema name " + schema_);
     std::string sql = std::string("SET search_path TO ") + ident;
-    PQfreemem(ident);
+    Pq().PQfreemem(ident);
     Status s = Command(sql);
     if (!s.ok()) return s;
   }
   return Status::Ok();
 }
 
-bool PgConnection::Broken() const { return conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK; }
+bool PgConnection::Broken() const {
+  return conn_ == nullptr || Pq().PQstatus(conn_) != CONNECTION_OK;
+}
 
 Status PgConnection::Fail(PGresult* res, std::string_view what, std::string* sqlstate) {
-  const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  const char* state = res != nullptr ? Pq().PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state != nullptr ? state : "";
   std::string msg =
       std::string(what) + ": " +
-      (res != nullptr ? Trim(PQresultErrorMessage(res)) : Trim(PQerrorMessage(conn_)));
-  if (res != nullptr) PQclear(res);
+      (res != nullptr ? Trim(Pq().PQresultErrorMessage(res)) : Trim(Pq().PQerrorMessage(conn_)));
+  if (res != nullptr) Pq().PQclear(res);
   if (sqlstate != nullptr) *sqlstate = code;
   if (Broken() || Unavailable(code)) return Status::Busy("database unavailable: " + msg);
   if (PgRetryable(code)) return Status::Busy(msg);
@@ -163,32 +207,32 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
     PGresult* res = nullptr;
     if (it == prepared_.end()) {
       std::string name = "s" + std::to_string(prepared_.size());
-      res = PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
-                      static_cast<int>(params.size()), params.types_.data());
-      if (res == nullptr || PQresultStatus(res) != PGRES_COMMAND_OK) {
+      res = Pq().PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
+                           static_cast<int>(params.size()), params.types_.data());
+      if (res == nullptr || Pq().PQresultStatus(res) != PGRES_COMMAND_OK) {
         if (fresh && attempt == 0 && Broken() && Reconnect().ok()) continue;
         return Fail(res, "prepare", sqlstate);
       }
-      PQclear(res);
+      Pq().PQclear(res);
       it = prepared_.emplace(std::string(sql), std::move(name)).first;
     }
-    res = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
-                         params.values_.data(), params.lengths_.data(), params.formats_.data(),
-                         /*resultFormat=*/1);
-    ExecStatusType st = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    res = Pq().PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
+                              params.values_.data(), params.lengths_.data(), params.formats_.data(),
+                              /*resultFormat=*/1);
+    ExecStatusType st = res != nullptr ? Pq().PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
       if (out != nullptr) {
-        if (out->res_ != nullptr) PQclear(out->res_);
+        if (out->res_ != nullptr) Pq().PQclear(out->res_);
         out->res_ = res;
       } else {
-        PQclear(res);
+        Pq().PQclear(res);
       }
       return Status::Ok();
     }
     if (fresh && attempt == 0 && Broken()) {
-      if (res != nullptr) PQclear(res);
+      if (res != nullptr) Pq().PQclear(res);
       if (Reconnect().ok()) continue;
-      return Status::Busy("database unavailable: " + Trim(PQerrorMessage(conn_)));
+      return Status::Busy("database unavailable: " + Trim(Pq().PQerrorMessage(conn_)));
     }
     return Fail(res, "statement", sqlstate);
   }
@@ -197,16 +241,16 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
 Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
-    PGresult* res = PQexec(conn_, sql.c_str());
-    ExecStatusType st = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    PGresult* res = Pq().PQexec(conn_, sql.c_str());
+    ExecStatusType st = res != nullptr ? Pq().PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-      PQclear(res);
+      Pq().PQclear(res);
       return Status::Ok();
     }
     if (fresh && attempt == 0 && Broken()) {
-      if (res != nullptr) PQclear(res);
+      if (res != nullptr) Pq().PQclear(res);
       if (Reconnect().ok()) continue;
-      return Status::Busy("database unavailable: " + Trim(PQerrorMessage(conn_)));
+      return Status::Busy("database unavailable: " + Trim(Pq().PQerrorMessage(conn_)));
     }
     return Fail(res, sql, sqlstate);
   }
@@ -214,10 +258,10 @@ Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
 
 void PgConnection::RollbackIfActive() {
   if (conn_ == nullptr) return;
-  PGTransactionStatusType t = PQtransactionStatus(conn_);
+  PGTransactionStatusType t = Pq().PQtransactionStatus(conn_);
   if (t == PQTRANS_INTRANS || t == PQTRANS_INERROR) {
-    PGresult* res = PQexec(conn_, "ROLLBACK");
-    if (res != nullptr) PQclear(res);
+    PGresult* res = Pq().PQexec(conn_, "ROLLBACK");
+    if (res != nullptr) Pq().PQclear(res);
   }
 }
 
