@@ -16,6 +16,7 @@ readonly APT_PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev libsqlite3-dev doctest-dev libssl-dev libexpat1-dev
   python3-azure
   clang libclang-rt-14-dev ccache
+  libpq-dev  # the PostgreSQL backend (postgresql itself: scripts/pg-test-cluster.sh)
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }

@@ -10,7 +10,7 @@
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
-#                                        # container, resilience, fuzz, sanitize)
+#                                        # container, resilience, fuzz, sanitize, postgres)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -232,6 +232,40 @@ if wants sanitize; then
     else
       record sanitizer-reports 1 0
     fi
+  fi
+fi
+
+# --- PostgreSQL backend -----------------------------------------------------------
+# A throw-away cluster (scripts/pg-test-cluster.sh: installs postgresql if
+# missing, initdb in a temporary folder, a free loopback port), the storage
+# suite's PostgreSQL cases, and the Node and Python suites against servers
+# started with --database (a fresh database each); the cluster is removed
+# afterwards.
+if wants postgres; then
+  pg_state=$(mktemp -u "${TMPDIR:-/tmp}/cerulean-pg-state.XXXXXX")
+  if pg_url=$(bash scripts/pg-test-cluster.sh start "$pg_state"); then
+    trap 'bash scripts/pg-test-cluster.sh stop "$pg_state"' EXIT
+    if [[ -x $build_dir/storage_test ]]; then
+      run_suite storage_test-postgres "$unit_timeout" env CERULEAN_TEST_DATABASE="$pg_url" \
+        "$build_dir/storage_test" --no-colors=true '-tc=postgres:*,*PostgresBackend*'
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/node/run.js ]]; then
+      run_suite e2e-node-postgres "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        node tests/e2e/node/run.js
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/python/run.sh ]]; then
+      run_suite e2e-python-postgres "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        bash tests/e2e/python/run.sh
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/node/pg-outage.test.js ]]; then
+      # Alone: it stops and restarts the database under the servers.
+      run_suite e2e-node-pg-outage "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
+        CERULEAN_E2E_PG_CLUSTER="$pg_state" node tests/e2e/node/run.js pg-outage.test.js
+    fi
+    bash scripts/pg-test-cluster.sh stop "$pg_state"
+    trap - EXIT
+  else
+    record postgres 0 1 "could not start a PostgreSQL test cluster"
   fi
 fi
 

@@ -186,6 +186,8 @@ ErrorReply FromStatus(const storage::Status& status) {
       return AzureError::kInvalidInput;
     case StatusCode::kBusy:
       return AzureError::kServerBusy;
+    case StatusCode::kNotSupported:
+      return ErrorReply(AzureError::kNotImplemented, status.message());
     case StatusCode::kOk:
     case StatusCode::kIOError:
     case StatusCode::kCorruption:

@@ -1,6 +1,7 @@
 #include "server/cli.h"
 
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <sstream>
 
 #include "server/text.h"
@@ -25,6 +26,10 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "location,l", po::value(&out->location)->default_value(out->location),
       "directory of the SQLite database")("inMemoryPersistence", po::bool_switch(&out->in_memory),
                                           "keep all data in memory only")(
+      "database", po::value(&out->database),
+      "serve from this PostgreSQL database, postgresql://USER@HOST:PORT/DB (any number of "
+      "servers may share one), instead of the SQLite store under --location; default: the "
+      "environment variable CERULEAN_DATABASE")(
       "loose,L", po::bool_switch(&out->loose),
       "ignore unsupported query options and headers, and the Shared Key date skew check")(
       "skipApiVersionCheck", po::bool_switch(&out->skip_api_version_check),
@@ -76,6 +81,12 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
   if (out->request_timeout_s == 0) return std::string("--requestTimeout must be at least 1");
   if (out->keep_alive_timeout_s == 0) {
     return std::string("--keepAliveTimeout must be at least 1");
+  }
+  if (out->database.empty()) {
+    if (const char* env = std::getenv("CERULEAN_DATABASE"); env != nullptr) out->database = env;
+  }
+  if (!out->database.empty() && out->in_memory) {
+    return std::string("--database and --inMemoryPersistence exclude each other");
   }
   if (!out->oauth.empty()) {
     // Azurite compares the level case-insensitively and knows only "basic".

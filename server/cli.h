@@ -13,6 +13,9 @@ struct CliOptions {
   unsigned short port = 10002;
   std::string location = "./data";
   bool in_memory = false;
+  // PostgreSQL connection URL (--database, else env CERULEAN_DATABASE);
+  // empty: the SQLite store under `location`.
+  std::string database;
   bool loose = false;
   bool skip_api_version_check = false;
   bool silent = false;

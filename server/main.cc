@@ -30,6 +30,7 @@
 #include "server/request.h"
 #include "server/tls.h"
 #include "storage/edm_text.h"
+#include "storage/postgres_store.h"
 #include "storage/sqlite_store.h"
 
 namespace {
@@ -66,7 +67,14 @@ void RunGuarded(boost::asio::io_context& ioc) {
   }
 }
 
-storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::CliOptions& cli) {
+storage::Result<std::unique_ptr<storage::Store>> OpenStore(const server::CliOptions& cli) {
+  if (!cli.database.empty()) {
+    storage::PostgresStoreOptions pg_options;
+    pg_options.url = cli.database;
+    auto pg = storage::PostgresStore::Open(pg_options);
+    if (!pg.ok()) return pg.status();
+    return std::unique_ptr<storage::Store>(std::move(pg).value());
+  }
   storage::SqliteStoreOptions store_options;
   if (cli.in_memory) {
     store_options.in_memory = true;
@@ -75,7 +83,9 @@ storage::Result<std::unique_ptr<storage::SqliteStore>> OpenStore(const server::C
   }
   // Each I/O thread answers point reads itself: that many can run at once.
   store_options.point_reader_count = UsableCpus();
-  return storage::SqliteStore::Open(store_options);
+  auto sqlite = storage::SqliteStore::Open(store_options);
+  if (!sqlite.ok()) return sqlite.status();
+  return std::unique_ptr<storage::Store>(std::move(sqlite).value());
 }
 
 // Loads every *.jsonl file of `dir` into the default account.

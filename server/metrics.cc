@@ -72,13 +72,28 @@ std::string Metrics::Render() const {
   return out;
 }
 
+namespace {
+// The store's own figures (Store::Gauges), read at each scrape.
+std::string RenderStoreGauges(const storage::Store& store) {
+  std::string out;
+  for (const auto& g : store.Gauges()) {
+    const std::string name = "cerulean_store_" + g.name;
+    out += "# HELP " + name + " " + g.description + "\n";
+    out += "# TYPE " + name + (g.counter ? " counter\n" : " gauge\n");
+    out += name + " " + std::to_string(g.value) + "\n";
+  }
+  return out;
+}
+}  // namespace
+
 std::string Metrics::RenderUsage(storage::Store& store) {
+  const std::string live = RenderStoreGauges(store);
   std::lock_guard lock(usage_mu_);
   auto now = std::chrono::steady_clock::now();
-  if (!usage_text_.empty() && now - usage_time_ < kUsageMaxAge) return usage_text_;
+  if (!usage_text_.empty() && now - usage_time_ < kUsageMaxAge) return usage_text_ + live;
   std::vector<storage::AccountUsage> accounts;
   uint64_t bytes = 0;
-  if (!store.GetUsage(&accounts, &bytes).ok()) return usage_text_;
+  if (!store.GetUsage(&accounts, &bytes).ok()) return usage_text_ + live;
   std::string out;
   out += "# HELP cerulean_tables Tables per account.\n";
   out += "# TYPE cerulean_tables gauge\n";
@@ -96,7 +111,7 @@ std::string Metrics::RenderUsage(storage::Store& store) {
   out += "cerulean_storage_bytes " + std::to_string(bytes) + "\n";
   usage_text_ = std::move(out);
   usage_time_ = now;
-  return usage_text_;
+  return usage_text_ + live;
 }
 
 }  // namespace cerulean::server

@@ -30,7 +30,8 @@ class Metrics {
   std::string Render() const;
   // Gauges of what `store` holds: tables and entities per account, bytes on
   // disk. Counting entities reads every row, so the figures are recomputed
-  // at most every kUsageMaxAge and shared by the scrapes in between.
+  // at most every kUsageMaxAge and shared by the scrapes in between. Then
+  // the store's own figures (Store::Gauges), current.
   std::string RenderUsage(storage::Store& store);
 
   static constexpr std::chrono::seconds kUsageMaxAge{10};

@@ -20,6 +20,7 @@
 
 #include "storage/codec.h"
 #include "storage/edm_text.h"
+#include "storage/store_ops.h"
 #include "storage/wal_vfs.h"
 
 namespace cerulean::storage {
@@ -104,15 +105,6 @@ constexpr const char* kSchemaV2[] = {
     "  props BLOB NOT NULL,"
     "  PRIMARY KEY(snapshot_id, ord, pk, rk)) WITHOUT ROWID",
 };
-
-// Table names are ASCII; other bytes are left as they are.
-std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
   std::string msg(what);
@@ -476,40 +468,6 @@ Status DecodeRow(std::string_view pk, std::string_view rk, int64_t ts, std::stri
   return DecodeProperties(props, &entity->properties);
 }
 
-// Overwrites or appends each of `updates` in `*props` (Merge semantics: the
-// type of an existing property may change; its position is kept).
-void MergeProperties(const std::vector<Property>& updates, std::vector<Property>* props) {
-  for (const auto& u : updates) {
-    auto it = std::find_if(props->begin(), props->end(),
-                           [&](const Property& p) { return p.name == u.name; });
-    if (it != props->end()) {
-      it->value = u.value;
-    } else {
-      props->push_back(u);
-    }
-  }
-}
-
-// The effective lower bound of a range scanned from continuation `start`:
-// whichever of the two admits fewer keys.
-std::optional<KeyBound> EffectiveLower(const std::optional<KeyBound>& lower,
-                                       const std::optional<EntityKey>& start) {
-  if (!start) return lower;
-  KeyBound from{start->partition_key, start->row_key, true};
-  if (!lower) return from;
-  int c = CompareOrdinal(start->partition_key, lower->partition_key);
-  if (!lower->row_key) {
-    // A partition-only bound: inclusive admits all of lower's partition,
-    // exclusive none of it.
-    if (lower->inclusive) return c >= 0 ? from : *lower;
-    return c > 0 ? from : *lower;
-  }
-  if (c == 0) c = CompareOrdinal(start->row_key, *lower->row_key);
-  if (c > 0) return from;
-  if (c == 0) return lower->inclusive ? from : *lower;
-  return *lower;
-}
-
 // SQL condition for one bound; parameters ?first (pk) and ?first+1 (rk).
 std::string BoundSql(const KeyBound& b, bool lower, int first) {
   std::string op = lower ? (b.inclusive ? ">=" : ">") : (b.inclusive ? "<=" : "<");
@@ -529,13 +487,6 @@ void BindBound(Stmt* stmt, const KeyBound& b, int first) {
 // as "pk = ?2 AND rk ..." so that SQLite seeks to the lower row key and
 // stops at the upper one; row values "(pk, rk) >= (?, ?)" were re-checked on
 // every row (20 VDBE opcodes per row instead of 7 for a RowKey range).
-bool SinglePartition(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper) {
-  // An exclusive partition-only bound excludes its whole partition: such a
-  // range is empty and keeps the general form.
-  return lower && upper && lower->partition_key == upper->partition_key &&
-         (lower->row_key || lower->inclusive) && (upper->row_key || upper->inclusive);
-}
-
 void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
                     std::string* sql) {
   if (SinglePartition(lower, upper)) {
@@ -1305,30 +1256,10 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
       if (!s.ok()) return s;
     }
 
-    bool conditional = op.kind == WriteKind::kUpdate || op.kind == WriteKind::kMerge ||
-                       op.kind == WriteKind::kDelete;
-    if (conditional && !exists) return refuse(i, Status::NotFound());
-    if (conditional && op.if_match && *op.if_match != prev_ts) {
-      return refuse(i, Status::ConditionFailed());
-    }
-
-    if (op.kind == WriteKind::kDelete) {
-      plan.remove = true;
-      continue;
-    }
-    bool merge = exists && (op.kind == WriteKind::kMerge || op.kind == WriteKind::kInsertOrMerge);
-    const std::vector<Property>* final_props = &e.properties;
-    if (merge) {
-      s = DecodeProperties(props_blob, &props);
-      if (!s.ok()) return s;
-      MergeProperties(e.properties, &props);
-      final_props = &props;
-    }
-    if (final_props->size() > kMaxCustomProperties) {
-      return refuse(i, Status::InvalidArgument("TooManyProperties"));
-    }
-    plan.ts = exists ? std::max(base, prev_ts + 1) : base;
-    EncodeProperties(*final_props, &plan.props);
+    s = PlanWrite(op, exists, prev_ts, props_blob, base, &props, &plan.remove, &plan.ts,
+                  &plan.props);
+    if (s.code() == StatusCode::kCorruption) return s;
+    if (!s.ok()) return refuse(i, s);
   }
 
   // Phase 2: write. An insert may still be refused (its row exists): with

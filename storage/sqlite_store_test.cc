@@ -1,4 +1,5 @@
-// The Store suite, run once per SqliteStore backend (file, in-memory).
+// The Store suite, run once per backend (SQLite file, SQLite in-memory,
+// PostgreSQL when CERULEAN_TEST_DATABASE names a test database).
 #include "storage/sqlite_store.h"
 
 #include <doctest/doctest.h>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "storage/codec.h"
+#include "storage/pg_test_util.h"
 #include "storage/test_util.h"
 #include "storage/wal_vfs.h"
 
@@ -44,6 +46,11 @@ struct FileBackend {
 struct MemoryBackend {
   static constexpr bool kFile = false;
 };
+// PostgresStore on CERULEAN_TEST_DATABASE (storage/pg_test_util.h); its
+// cases skip without one.
+struct PostgresBackend {
+  static constexpr bool kFile = false;
+};
 
 // Options for this suite: no fsync per commit, which only costs time here;
 // sqlite_store_crash_test.cc covers durability with the default.
@@ -53,14 +60,18 @@ SqliteStoreOptions TestOptions() {
   return options;
 }
 
+// The store of backend B; null for PostgresBackend without a test database.
 template <typename B>
-std::unique_ptr<SqliteStore> OpenStore(const TempDir& dir,
-                                       SqliteStoreOptions options = TestOptions()) {
-  options.in_memory = !B::kFile;
-  options.path = dir.path() + "/sub/dir/store.db";
-  auto store = SqliteStore::Open(options);
-  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
-  return std::move(store).value();
+auto OpenStore(const TempDir& dir, SqliteStoreOptions options = TestOptions()) {
+  if constexpr (std::is_same_v<B, PostgresBackend>) {
+    return test::OpenPgTestStore();
+  } else {
+    options.in_memory = !B::kFile;
+    options.path = dir.path() + "/sub/dir/store.db";
+    auto store = SqliteStore::Open(options);
+    REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+    return std::move(store).value();
+  }
 }
 
 std::vector<std::string> TableNames(Store& store, const std::string& account,
@@ -89,9 +100,10 @@ std::vector<Entity> ScanAll(Store& store, const std::string& table, ScanRequest 
   return all;
 }
 
-TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   CHECK(store->Healthy());
   CHECK(store->GetTable("acct", "Missing").status().code() == StatusCode::kTableNotFound);
   REQUIRE(store->CreateTable("acct", "MyTable").ok());
@@ -137,9 +149,11 @@ TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend) {
   CHECK(store->GetTable("other", "MyTable").ok());
 }
 
-TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   std::set<std::string> expected;
   for (int i = 0; i < 600; ++i) {
     std::string name = "t" + std::to_string(i * 7919 % 1000);
@@ -158,9 +172,11 @@ TEST_CASE_TEMPLATE("store: many tables page through ScanTables", B, FileBackend,
   CHECK(names == std::vector<std::string>(expected.begin(), expected.end()));
 }
 
-TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   CHECK(store->GetTableAcl("acct", "t1").status().code() == StatusCode::kTableNotFound);
   CHECK(store->SetTableAcl("acct", "t1", "x").code() == StatusCode::kTableNotFound);
   REQUIRE(store->CreateTable("acct", "T1").ok());
@@ -180,9 +196,10 @@ TEST_CASE_TEMPLATE("store: ACL and service properties", B, FileBackend, MemoryBa
   CHECK(*store->GetTableAcl("acct", "t1") == "");
 }
 
-TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   for (const char* account : {"acct", "other"}) {
     REQUIRE(store->CreateTable(account, "t1").ok());
     REQUIRE(store->CreateTable(account, "t2").ok());
@@ -209,9 +226,10 @@ TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend) {
 }
 
 TEST_CASE_TEMPLATE("store: GetUsage counts tables and live entities per account", B, FileBackend,
-                   MemoryBackend) {
+                   MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t1").ok());
   REQUIRE(store->CreateTable("acct", "t2").ok());
   REQUIRE(store->CreateTable("other", "t1").ok());
@@ -227,13 +245,14 @@ TEST_CASE_TEMPLATE("store: GetUsage counts tables and live entities per account"
   CHECK(usage[0].account == "acct");
   CHECK(usage[0].tables == 2);
   CHECK(usage[0].entities == 3);
-  CHECK((bytes > 0) == std::is_same_v<B, FileBackend>);
+  CHECK((bytes > 0) == !std::is_same_v<B, MemoryBackend>);
 }
 
 TEST_CASE_TEMPLATE("store: GetEntityRow visits the stored row, undecoded, once", B, FileBackend,
-                   MemoryBackend) {
+                   MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   ApplyResult result;
   REQUIRE(store->Apply("acct", "t", {Insert("p", "r", {{"v", Value::Int32(7)}})}, &result, nullptr)
@@ -271,9 +290,11 @@ TEST_CASE_TEMPLATE("store: GetEntityRow visits the stored row, undecoded, once",
   CHECK(visits == 1);
 }
 
-TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   ApplyResult res;
   ApplyError err;
@@ -411,9 +432,10 @@ TEST_CASE_TEMPLATE("store: write kinds and conditions", B, FileBackend, MemoryBa
   }
 }
 
-TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   REQUIRE(store
               ->Apply("acct", "t", {Insert("p", "existing", {{"v", Value::Int32(1)}})}, nullptr,
@@ -503,9 +525,10 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend) {
   }
 }
 
-TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   std::vector<WriteOp> ops;
   for (int p = 0; p < 5; ++p) {
@@ -683,9 +706,10 @@ TEST_CASE_TEMPLATE("store: Scan", B, FileBackend, MemoryBackend) {
 }
 
 TEST_CASE_TEMPLATE("store: ScanRows visits rows undecoded, as Scan returns them", B, FileBackend,
-                   MemoryBackend) {
+                   MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   std::vector<WriteOp> ops;
   for (int r = 0; r < 30; ++r) {
@@ -745,10 +769,11 @@ TEST_CASE_TEMPLATE("store: ScanRows visits rows undecoded, as Scan returns them"
   CHECK(seen == 3);
 }
 
-TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend,
-                   MemoryBackend) {
+TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   const std::vector<std::string> pieces = {"",
                                            "a",
@@ -807,9 +832,11 @@ TEST_CASE_TEMPLATE("store: Scan follows UTF-16 order (differential)", B, FileBac
   }
 }
 
-TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, MemoryBackend) {
+TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, MemoryBackend,
+                   PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   REQUIRE(store
               ->Apply("acct", "t", {Insert("shared", "counter", {{"n", Value::Int64(0)}})}, nullptr,
@@ -865,9 +892,10 @@ TEST_CASE_TEMPLATE("store: concurrent writers and readers", B, FileBackend, Memo
 }
 
 TEST_CASE_TEMPLATE("store: writes queued together for several tables each land in their own", B,
-                   FileBackend, MemoryBackend) {
+                   FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "a").ok());
   REQUIRE(store->CreateTable("acct", "b").ok());
   REQUIRE(store->CreateTable("other", "a").ok());
@@ -933,9 +961,10 @@ TEST_CASE_TEMPLATE("store: writes queued together for several tables each land i
 }
 
 TEST_CASE_TEMPLATE("store: ApplyAsync commits queued writes, each atomically, callbacks in order",
-                   B, FileBackend, MemoryBackend) {
+                   B, FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   REQUIRE(store->Apply("acct", "t", {Insert("p", "taken")}, nullptr, nullptr).ok());
 
@@ -1136,9 +1165,10 @@ TEST_CASE_TEMPLATE("store: WriteEpoch grows with every write, by the time it is 
 }
 
 TEST_CASE_TEMPLATE("store: DeleteTable returns at once and rows are reaped", B, FileBackend,
-                   MemoryBackend) {
+                   MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "big").ok());
   REQUIRE(store->CreateTable("acct", "keep").ok());
   REQUIRE(store->Apply("acct", "keep", {Insert("p", "r")}, nullptr, nullptr).ok());
@@ -1512,9 +1542,10 @@ SqliteStoreOptions NoReaper() {
 }
 
 TEST_CASE_TEMPLATE("store: keys sort in UTF-16 code unit order, not UTF-8 byte order", B,
-                   FileBackend, MemoryBackend) {
+                   FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   // Ordinal (UTF-16) order. UTF-8 byte order would put U+E000 and U+FFFD
   // before U+10000 and U+1F600 (lead bytes EE/EF < F0).
@@ -1567,9 +1598,10 @@ TEST_CASE_TEMPLATE("store: keys sort in UTF-16 code unit order, not UTF-8 byte o
 }
 
 TEST_CASE_TEMPLATE("store: a scan stops when its abandon callback says so, matching rows or not", B,
-                   FileBackend, MemoryBackend) {
+                   FileBackend, MemoryBackend, PostgresBackend) {
   TempDir dir;
   auto store = OpenStore<B>(dir);
+  if (!store) return;  // no test database
   REQUIRE(store->CreateTable("acct", "t").ok());
   InsertRows(*store, "t", "p", 0, 200);
   ScanRequest req;

@@ -34,6 +34,9 @@ std::string Status::ToString() const {
     case StatusCode::kBusy:
       name = "Busy";
       break;
+    case StatusCode::kNotSupported:
+      name = "NotSupported";
+      break;
   }
   return message_.empty() ? std::string(name) : std::string(name) + ": " + message_;
 }

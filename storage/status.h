@@ -23,6 +23,7 @@ enum class StatusCode {
   kIOError,             // SQLite or filesystem failure
   kCorruption,          // stored bytes do not decode
   kBusy,                // storage temporarily unusable
+  kNotSupported,        // this backend does not offer the operation
 };
 
 class [[nodiscard]] Status {
@@ -48,6 +49,9 @@ class [[nodiscard]] Status {
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
   static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
   static Status Busy(std::string msg) { return {StatusCode::kBusy, std::move(msg)}; }
+  static Status NotSupported(std::string msg) {
+    return {StatusCode::kNotSupported, std::move(msg)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

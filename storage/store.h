@@ -149,6 +149,14 @@ struct RestoreStats {
   uint64_t entities_copied = 0;
 };
 
+// One figure of a backend's own machinery, for monitoring (Store::Gauges).
+struct StoreGauge {
+  std::string name;  // lower_snake_case, unique per store
+  std::string description;
+  bool counter = false;  // only ever grows (else it may go up and down)
+  uint64_t value = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -251,6 +259,10 @@ class Store {
   // and the bytes the store occupies (0 in memory). Counting entities reads
   // every live row: O(entities), for metrics off the request path.
   virtual Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) = 0;
+
+  // Figures of the backend's own (a connection pool, query latencies), read
+  // without touching the data; none by default.
+  virtual std::vector<StoreGauge> Gauges() const { return {}; }
 };
 
 }  // namespace cerulean::storage

@@ -39,7 +39,12 @@ async function page(server, table, query, next, accept) {
 }
 
 for (const mode of ['memory', 'disk']) {
-  describe(`pages rendered ahead (${mode})`, () => {
+  // With CERULEAN_E2E_DATABASE the "memory" server serves from PostgreSQL,
+  // which renders no page ahead: other nodes write too, so no local count
+  // can tell that a page rendered ahead is still current (no WriteEpoch).
+  const skip = mode === 'memory' && process.env.CERULEAN_E2E_DATABASE
+    ? 'PostgreSQL backend: no pages rendered ahead (no write epoch across nodes)' : false;
+  describe(`pages rendered ahead (${mode})`, { skip }, () => {
     let server;
     let dir;
     let table;

@@ -12,11 +12,17 @@
 //   const server = useServer();          // registers before/after hooks
 //   test('x', async () => { server.endpoint ... });
 //
+// With CERULEAN_E2E_DATABASE (a PostgreSQL URL, e.g. from
+// scripts/pg-test-cluster.sh) a server not given a --location serves from a
+// fresh database of that cluster (createdb; dropped when it stops) instead of
+// memory, so the suites run against the PostgreSQL backend. Tests given a
+// location exercise the SQLite file store itself and keep it.
+//
 // Setting CERULEAN_E2E_ENDPOINT (and optionally CERULEAN_E2E_ACCOUNT /
 // CERULEAN_E2E_KEY) points the suites at an already running server or at real
 // Azure instead of starting the binary.
 
-const { spawn } = require('node:child_process');
+const { spawn, execFileSync, execFile } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -57,8 +63,25 @@ function describe(host, port, account = ACCOUNT, key = KEY) {
   };
 }
 
+// A new database in the CERULEAN_E2E_DATABASE cluster ({url, drop()}), or
+// null when that is not set.
+let databases = 0;
+function freshDatabase() {
+  const base = process.env.CERULEAN_E2E_DATABASE;
+  if (!base) return null;
+  const name = `cerulean_e2e_${process.pid}_${++databases}`;
+  execFileSync('createdb', [`--maintenance-db=${base}`, name], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => execFile('dropdb', ['--if-exists', '--force', `--maintenance-db=${base}`, name], () => {}),
+  };
+}
+
 // Starts the binary. Options: location (directory: durable SQLite store;
-// default in-memory), args (extra CLI arguments), env (extra environment),
+// default in-memory), database (a PostgreSQL URL, e.g. freshDatabase().url,
+// for servers sharing one database), args (extra CLI arguments), env (extra environment),
 // silent (default true; false keeps the access log, read with stdout()).
 // Resolves to describe(...) plus stop(), which resolves to the exit
 // {code, signal}, and child / stderr() for diagnostics.
@@ -69,7 +92,10 @@ function startServer(options = {}) {
   }
   const args = ['--tableHost', '127.0.0.1', '--tablePort', '0'];
   if (options.silent !== false) args.push('--silent');
+  const database = options.location || options.database ? null : freshDatabase();
   if (options.location) args.push('--location', options.location);
+  else if (options.database) args.push('--database', options.database);
+  else if (database) args.push('--database', database.url);
   else args.push('--inMemoryPersistence');
   args.push(...(options.args || []));
 
@@ -84,6 +110,7 @@ function startServer(options = {}) {
   const exitPromise = new Promise((resolve) => {
     child.on('exit', (code, signal) => {
       live.delete(child);
+      if (database) database.drop();
       exited = { code, signal };
       resolve(exited);
     });
@@ -185,6 +212,7 @@ module.exports = {
   REPO,
   binaryPath,
   startServer,
+  freshDatabase,
   useServer,
   uniqueTableName,
   tempDir,

@@ -14,6 +14,7 @@ import base64
 import hashlib
 import hmac
 import http.client
+import itertools
 import json
 import os
 import queue
@@ -54,8 +55,12 @@ class CeruleanServer:
         if not os.access(self.binary, os.X_OK):
             raise RuntimeError("server binary not found: %s (set CERULEAN_BIN)" % self.binary)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
+        # CERULEAN_E2E_DATABASE (a PostgreSQL URL): serve from a fresh database of that
+        # cluster instead of memory (the PostgreSQL backend; dropped by stop()).
+        self.database = fresh_database()
+        store = ["--database", self.database[0]] if self.database else ["--inMemoryPersistence"]
         args = [self.binary, "--tableHost", "127.0.0.1", "--tablePort", "0",
-                "--inMemoryPersistence", "--silent", *extra_args]
+                *store, "--silent", *extra_args]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=self._stderr)
         lines = queue.Queue()
@@ -91,6 +96,15 @@ class CeruleanServer:
 
     def stop(self):
         """Stops the server; raises if it had died or does not exit cleanly on SIGTERM."""
+        try:
+            self._stop()
+        finally:
+            if self.database:
+                subprocess.run(["dropdb", "--if-exists", "--force",
+                                "--maintenance-db=" + os.environ["CERULEAN_E2E_DATABASE"],
+                                self.database[1]], check=False, stdout=subprocess.DEVNULL)
+
+    def _stop(self):
         died = self.process.poll()
         if died is None:
             self.process.send_signal(signal.SIGTERM)
@@ -106,6 +120,20 @@ class CeruleanServer:
         else:
             raise AssertionError("server died during the tests (exit %s)%s"
                                  % (died, self._stderr_tail()))
+
+
+_databases = itertools.count(1)
+
+
+def fresh_database():
+    """(url, name) of a new database in the CERULEAN_E2E_DATABASE cluster, or None."""
+    base = os.environ.get("CERULEAN_E2E_DATABASE")
+    if not base:
+        return None
+    name = "cerulean_e2e_%d_%d" % (os.getpid(), next(_databases))
+    subprocess.run(["createdb", "--maintenance-db=" + base, name], check=True)
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name)), name
 
 
 def connection_string(endpoint):

@@ -1,0 +1,177 @@
+// PgConnection: one libpq connection with its prepared statements, and
+// PgPool, the connections a PostgresStore shares between threads. Values are
+// always bound (PQexecPrepared), never spliced into SQL text; results come
+// in binary format.
+// Thread-safety: a PgConnection is used by one thread at a time (a PgLease
+// hands it out); PgPool is thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace cerulean::storage {
+
+// Bound parameters of one statement, with their types (which also make the
+// statement's text valid where a parameter is not referenced).
+class PgParams {
+ public:
+  // A text value (viewed: must outlive the statement's execution).
+  PgParams& Text(std::string_view v);
+  // A bytea value (viewed likewise).
+  PgParams& Bytes(std::string_view v);
+  PgParams& Int64(int64_t v);
+  // An unused slot of bytea type (SQL NULL).
+  PgParams& NullBytes();
+
+  size_t size() const { return values_.size(); }
+
+ private:
+  friend class PgConnection;
+  void Add(const char* data, size_t len, int format, unsigned oid);
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+  std::vector<unsigned> types_;
+  std::deque<std::string> owned_;  // int64 texts; a deque keeps their addresses
+};
+
+// The result of one statement; rows in binary format.
+class PgResult {
+ public:
+  PgResult() = default;
+  ~PgResult();
+  PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
+  PgResult(PgResult&& other) noexcept;
+  PgResult& operator=(PgResult&& other) noexcept;
+
+  int rows() const;
+  bool IsNull(int row, int col) const;
+  // Raw bytes of a text or bytea column, valid while this result lives.
+  std::string_view View(int row, int col) const;
+  // An int8 column (binary: 8 bytes big-endian).
+  int64_t Int64(int row, int col) const;
+  // A bool column (binary: 1 byte).
+  bool Bool(int row, int col) const;
+  // Rows changed by INSERT/UPDATE/DELETE.
+  int64_t Affected() const;
+
+ private:
+  friend class PgConnection;
+  pg_result* res_ = nullptr;
+};
+
+class PgConnection {
+ public:
+  // Connects to `url` (a libpq connection string or postgresql:// URL) and,
+  // if `schema` is not empty, sets the search_path to it.
+  static Status Open(const std::string& url, const std::string& schema,
+                     std::unique_ptr<PgConnection>* out);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs `sql` as a prepared statement (prepared on first use on this
+  // connection) with `params`. On failure *sqlstate (if given) holds the
+  // SQLSTATE ("" when the connection itself failed).
+  Status Exec(std::string_view sql, const PgParams& params, PgResult* out = nullptr,
+              std::string* sqlstate = nullptr);
+  // Runs a parameterless command (BEGIN, COMMIT, DDL) as plain text.
+  Status Command(const std::string& sql, std::string* sqlstate = nullptr);
+  // Ends the open transaction, if any, discarding its changes.
+  void RollbackIfActive();
+
+  // The connection is gone (server restart, network): the pool drops it.
+  bool Broken() const;
+  // True until this lease's first statement ran: a statement that fails on
+  // a broken connection then is retried once on a fresh one (nothing of
+  // the lease's work can have been lost).
+  void StartLease() { fresh_ = true; }
+
+ private:
+  PgConnection() = default;
+  Status Reconnect();
+  Status Fail(pg_result* res, std::string_view what, std::string* sqlstate);
+  pg_conn* conn_ = nullptr;
+  std::string url_, schema_;
+  bool fresh_ = false;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // SQL text -> statement name.
+  std::unordered_map<std::string, std::string, Hash, std::equal_to<>> prepared_;
+};
+
+// Up to `size` connections, opened as threads need them; a broken one is
+// dropped when returned, so the next lease opens a fresh one.
+class PgPool {
+ public:
+  PgPool(std::string url, std::string schema, size_t size);
+  ~PgPool();
+  // A connection, waiting while all `size` are in use. kBusy if none is
+  // idle and opening one fails (the database is down).
+  Status Acquire(std::unique_ptr<PgConnection>* out);
+  void Release(std::unique_ptr<PgConnection> conn);
+
+  // Metrics: connections open and in use, and acquisitions that waited.
+  size_t open() const;
+  size_t in_use() const;
+  uint64_t waits() const;
+
+ private:
+  const std::string url_, schema_;
+  const size_t size_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by mu_
+  size_t open_ = 0;                                  // guarded by mu_ (incl. openings under way)
+  size_t in_use_ = 0;                                // guarded by mu_
+  uint64_t waits_ = 0;                               // guarded by mu_
+};
+
+// A pooled connection for one operation; returned to the pool (rolled back
+// if a transaction was left open) when the lease ends.
+class PgLease {
+ public:
+  explicit PgLease(PgPool* pool) : pool_(pool) {
+    status_ = pool_->Acquire(&conn_);
+    if (conn_) conn_->StartLease();
+  }
+  ~PgLease() {
+    if (conn_) {
+      conn_->RollbackIfActive();
+      pool_->Release(std::move(conn_));
+    }
+  }
+  PgLease(const PgLease&) = delete;
+  PgLease& operator=(const PgLease&) = delete;
+  const Status& status() const { return status_; }
+  PgConnection* operator->() const { return conn_.get(); }
+  PgConnection* get() const { return conn_.get(); }
+
+ private:
+  PgPool* pool_;
+  std::unique_ptr<PgConnection> conn_;
+  Status status_;
+};
+
+// SQLSTATEs the store acts on.
+inline constexpr std::string_view kPgUniqueViolation = "23505";
+// True for a transaction the database gave up that may simply be run again
+// (serialization failure, deadlock).
+bool PgRetryable(std::string_view sqlstate);
+
+}  // namespace cerulean::storage
