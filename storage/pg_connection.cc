@@ -199,6 +199,15 @@ Status PgConnection::Fail(PGresult* res, std::string_view what, std::string* sql
   return Status::IOError(msg);
 }
 
+bool PgConnection::ReopenForRetry(bool fresh, int attempt, PGresult** res) {
+  if (!fresh || attempt != 0 || !Broken()) return false;
+  if (*res != nullptr) {
+    Pq().PQclear(*res);
+    *res = nullptr;
+  }
+  return Reconnect().ok();
+}
+
 Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult* out,
                           std::string* sqlstate) {
   for (int attempt = 0;; ++attempt) {
@@ -210,7 +219,7 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
       res = Pq().PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
                            static_cast<int>(params.size()), params.types_.data());
       if (res == nullptr || Pq().PQresultStatus(res) != PGRES_COMMAND_OK) {
-        if (fresh && attempt == 0 && Broken() && Reconnect().ok()) continue;
+        if (ReopenForRetry(fresh, attempt, &res)) continue;
         return Fail(res, "prepare", sqlstate);
       }
       Pq().PQclear(res);
@@ -229,11 +238,7 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
       }
       return Status::Ok();
     }
-    if (fresh && attempt == 0 && Broken()) {
-      if (res != nullptr) Pq().PQclear(res);
-      if (Reconnect().ok()) continue;
-      return Status::Busy("database unavailable: " + Trim(Pq().PQerrorMessage(conn_)));
-    }
+    if (ReopenForRetry(fresh, attempt, &res)) continue;
     return Fail(res, "statement", sqlstate);
   }
 }
@@ -247,11 +252,7 @@ Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
       Pq().PQclear(res);
       return Status::Ok();
     }
-    if (fresh && attempt == 0 && Broken()) {
-      if (res != nullptr) Pq().PQclear(res);
-      if (Reconnect().ok()) continue;
-      return Status::Busy("database unavailable: " + Trim(Pq().PQerrorMessage(conn_)));
-    }
+    if (ReopenForRetry(fresh, attempt, &res)) continue;
     return Fail(res, sql, sqlstate);
   }
 }

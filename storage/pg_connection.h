@@ -104,6 +104,12 @@ class PgConnection {
   PgConnection() = default;
   Status Reconnect();
   Status Fail(pg_result* res, std::string_view what, std::string* sqlstate);
+  // The first statement of a lease finds out that the database dropped the
+  // connection while it sat in the pool: then the connection is re-opened and
+  // the statement tried once more. True iff the caller should retry; frees
+  // *res and sets it to null whenever it reconnects (Fail then reports the
+  // connection's own error).
+  bool ReopenForRetry(bool fresh, int attempt, pg_result** res);
   pg_conn* conn_ = nullptr;
   std::string url_, schema_;
   bool fresh_ = false;
