@@ -174,7 +174,8 @@ class Parser {
     void Splice(Chain* from) {
       max_depth = std::max(max_depth, from->max_depth);
       if (size() >= from->size()) {
-        for (size_t i = from->front.size(); i > 0; --i) back.push_back(std::move(from->front[i - 1]));
+        for (size_t i = from->front.size(); i > 0; --i)
+          back.push_back(std::move(from->front[i - 1]));
         for (Node& n : from->back) back.push_back(std::move(n));
       } else {
         for (size_t i = back.size(); i > 0; --i) from->front.push_back(std::move(back[i - 1]));
@@ -234,7 +235,8 @@ class Parser {
     out->depth = chain->max_depth + 1;
     const ExprKind kind = chain->kind;
     std::vector<ExprPtr> children = chain->Take();
-    out->expr = kind == ExprKind::kOr ? Expr::Or(std::move(children)) : Expr::And(std::move(children));
+    out->expr =
+        kind == ExprKind::kOr ? Expr::Or(std::move(children)) : Expr::And(std::move(children));
     return Status::Ok();
   }
 

@@ -201,7 +201,8 @@ TEST_CASE("parser: depth and length limits") {
   // Alternating and/or groups: kMaxFilterDepth levels are fine, one more is not.
   auto alternating = [](int levels) {
     std::string f = "A eq 1";
-    for (int i = 1; i < levels; ++i) f = "A eq 1 " + std::string(i % 2 ? "and" : "or") + " (" + f + ")";
+    for (int i = 1; i < levels; ++i)
+      f = "A eq 1 " + std::string(i % 2 ? "and" : "or") + " (" + f + ")";
     return f;
   };
   CHECK(ParseFilter(alternating(kMaxFilterDepth)).ok());
@@ -221,8 +222,7 @@ TEST_CASE("parser: depth and length limits") {
         "(or (eq A 1) (eq B 2) (eq C 3) (eq D 4))");
   CHECK(Sexpr("A and ((B and C) and D) and (E or F) and ((G or H) or I)") ==
         "(and A B C D (or E F) (or G H I))");
-  CHECK(Sexpr("(A or B) or C and (D or E) or (F and G)") ==
-        "(or A B (and C (or D E)) (and F G))");
+  CHECK(Sexpr("(A or B) or C and (D or E) or (F and G)") == "(or A B (and C (or D E)) (and F G))");
   // Nested the other way round, and in both directions at once: still
   // flat, and (merging the shorter list into the longer) not quadratic.
   std::string right;

@@ -26,7 +26,7 @@ struct CliOptions {
   std::string cert;
   std::string key;
   std::string pwd;
-  std::string oauth;  // "basic" or empty
+  std::string oauth;        // "basic" or empty
   std::string faults_file;  // --faults: fault rules set at start-up (faults.h)
   // export / import / reset subcommands.
   std::string account;

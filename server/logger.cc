@@ -34,7 +34,8 @@ void Logger::Access(const Request& req, const HttpResponse& res, double ms) {
     line += ",\"operation\":";
     AppendJsonString(&line, op);
     line += ",\"method\":";
-    AppendJsonString(&line, std::string_view(req.http.method_string().data(), req.http.method_string().size()));
+    AppendJsonString(
+        &line, std::string_view(req.http.method_string().data(), req.http.method_string().size()));
     line += ",\"status\":" + std::to_string(res.result_int());
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -58,7 +59,8 @@ void Logger::Access(const Request& req, const HttpResponse& res, double ms) {
     std::fflush(stdout);
   }
   if (debug_ != nullptr) {
-    std::string detail = "--- " + req.request_id + " request\n" + std::string(req.http.method_string()) + " " +
+    std::string detail = "--- " + req.request_id + " request\n" +
+                         std::string(req.http.method_string()) + " " +
                          std::string(req.http.target()) + "\n";
     for (const auto& f : req.http) {
       std::string_view name(f.name_string().data(), f.name_string().size());
@@ -69,7 +71,8 @@ void Logger::Access(const Request& req, const HttpResponse& res, double ms) {
       detail += std::string(name) + ": " + std::string(f.value()) + "\n";
     }
     detail += "--- " + req.request_id + " response " + std::to_string(res.result_int()) + "\n";
-    for (const auto& f : res) detail += std::string(f.name_string()) + ": " + std::string(f.value()) + "\n";
+    for (const auto& f : res)
+      detail += std::string(f.name_string()) + ": " + std::string(f.value()) + "\n";
     std::fwrite(detail.data(), 1, detail.size(), debug_);
     std::fwrite(line.data(), 1, line.size(), debug_);
     std::fflush(debug_);

@@ -31,7 +31,8 @@ std::optional<std::string> DecodeContinuation(std::string_view token) {
   return Base64Decode(b64);
 }
 
-std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Request& req, QueryOptions* out) {
+std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Request& req,
+                                            QueryOptions* out) {
   const ErrorReply invalid(AzureError::kInvalidInput);
   // One pass: counting each repeat with QueryParams::Count would be
   // quadratic in the number of parameters.
@@ -84,7 +85,8 @@ std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Requ
     }
     if (!star) out->select = std::move(names);
   }
-  auto token = [&](std::string_view name, std::optional<std::string>* dest) -> std::optional<ErrorReply> {
+  auto token = [&](std::string_view name,
+                   std::optional<std::string>* dest) -> std::optional<ErrorReply> {
     auto v = req.query.Get(name);
     if (!v) return std::nullopt;
     if (v->empty()) return invalid;

@@ -17,7 +17,7 @@ namespace cerulean::server {
 inline constexpr size_t kMaxSelectNames = 255;
 
 struct QueryOptions {
-  std::shared_ptr<const odata::Filter> filter;  // null: no filter
+  std::shared_ptr<const odata::Filter> filter;     // null: no filter
   std::optional<std::vector<std::string>> select;  // nullopt: all properties
   size_t top = 1000;
   bool has_top = false;
@@ -27,7 +27,8 @@ struct QueryOptions {
 };
 
 // Parses the options of `req` (query.md §1, §4, §5, §6).
-std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Request& req, QueryOptions* out);
+std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Request& req,
+                                            QueryOptions* out);
 
 // Continuation tokens: "1!<len>!<base64 of the key, '=' as '-'>".
 std::string EncodeContinuation(std::string_view key);

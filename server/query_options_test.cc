@@ -12,8 +12,9 @@ namespace cerulean::server {
 namespace {
 
 // Parses the options of a request whose query holds `params` (decoded).
-std::optional<ErrorReply> ParseOptions(const std::vector<std::pair<std::string, std::string>>& params,
-                                       QueryOptions* out, bool loose = false) {
+std::optional<ErrorReply> ParseOptions(
+    const std::vector<std::pair<std::string, std::string>>& params, QueryOptions* out,
+    bool loose = false) {
   HttpRequest http;
   Request req(http);
   for (const auto& [k, v] : params) REQUIRE(req.query.AddEncoded(k, v));
@@ -64,9 +65,8 @@ TEST_CASE("repeated query options: one pass over the parameters") {
   CHECK(ParseOptions({{"$top", "1"}, {"$top", "2"}}, &o));
   CHECK(ParseOptions({{"$filter", "A eq 1"}, {"x", "y"}, {"$filter", "A eq 1"}}, Fresh(&o)));
   CHECK(ParseOptions({{"$select", "A"}, {"$select", "A"}}, Fresh(&o)));
-  REQUIRE_FALSE(ParseOptions({{"$top", "7"}, {"$select", "A"}, {"$filter", "A eq 1"},
-                              {"$format", "json"}},
-                             Fresh(&o)));
+  REQUIRE_FALSE(ParseOptions(
+      {{"$top", "7"}, {"$select", "A"}, {"$filter", "A eq 1"}, {"$format", "json"}}, Fresh(&o)));
   CHECK(o.top == 7);
   CHECK(o.filter);
   CHECK(ParseOptions({{"$orderby", "A"}}, Fresh(&o)));

@@ -7,10 +7,10 @@
 #include <boost/asio/ssl/error.hpp>
 #include <charconv>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <vector>
 
 #include "server/faults.h"
