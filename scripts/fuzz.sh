@@ -55,7 +55,7 @@ for name in "${targets[@]}"; do
     failed=$((failed + 1))
     continue
   fi
-  seeds=$(dirname "$src")/fuzz_seeds/${name%_fuzz}
+  seeds=${src%%/*}/fuzz_seeds/${name%_fuzz}
   corpus=$corpus_root/$name
   mkdir -p "$corpus"
   log=$log_dir/$name.log

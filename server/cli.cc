@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "server/text.h"
+#include "server/formats/text.h"
 
 namespace cerulean::server {
 

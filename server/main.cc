@@ -18,20 +18,20 @@
 #include <thread>
 #include <vector>
 
-#include "server/blocking_pool.h"
+#include "server/http/blocking_pool.h"
 #include "server/cli.h"
-#include "server/faults.h"
-#include "server/fixtures.h"
-#include "server/listener.h"
-#include "server/logger.h"
-#include "server/metrics.h"
+#include "server/admin/faults.h"
+#include "server/admin/fixtures.h"
+#include "server/http/listener.h"
+#include "server/admin/logger.h"
+#include "server/admin/metrics.h"
 #include "server/operations/test_double.h"
-#include "server/page_prefetch.h"
-#include "server/request.h"
-#include "server/tls.h"
+#include "server/http/page_prefetch.h"
+#include "server/protocol/request.h"
+#include "server/http/tls.h"
 #include "storage/edm_text.h"
-#include "storage/postgres_store.h"
-#include "storage/sqlite_store.h"
+#include "storage/postgres/postgres_store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The Store interface: accounts' tables and entities in key order.
 // Thread-safety: every method may be called concurrently from any thread.
-// Implementations: SqliteStore (storage/sqlite_store.h).
+// Implementations: SqliteStore (storage/sqlite/sqlite_store.h).
 #pragma once
 
 #include <cstdint>

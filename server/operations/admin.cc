@@ -2,12 +2,12 @@
 // table names cannot contain '_', so these never collide with the Table API.
 #include "server/operations/admin.h"
 
-#include "server/explorer.h"
-#include "server/faults.h"
-#include "server/metrics.h"
+#include "server/admin/explorer.h"
+#include "server/admin/faults.h"
+#include "server/admin/metrics.h"
 #include "server/operations/test_double.h"
-#include "server/page_prefetch.h"
-#include "server/text.h"
+#include "server/http/page_prefetch.h"
+#include "server/formats/text.h"
 
 namespace cerulean::server {
 
@@ -30,7 +30,7 @@ std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& re
 
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
   req.version = std::string(kNewestVersion);
-  // The explorer's page and assets (server/explorer.h); unknown when it is
+  // The explorer's page and assets (server/admin/explorer.h); unknown when it is
   // turned off (--disableExplorer).
   if (ctx.options.explorer && IsExplorerPath(path)) return ServeExplorer(req, path);
   if (path == "/_health" &&

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "server/request.h"
+#include "server/protocol/request.h"
 
 namespace cerulean::server {
 

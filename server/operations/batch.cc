@@ -7,11 +7,11 @@
 #include <functional>
 #include <string_view>
 
-#include "server/batch_multipart.h"
-#include "server/entity_atom.h"
+#include "server/formats/batch_multipart.h"
+#include "server/formats/entity_atom.h"
 #include "server/operations/operations.h"
-#include "server/router.h"
-#include "server/text.h"
+#include "server/protocol/router.h"
+#include "server/formats/text.h"
 
 namespace cerulean::server {
 

@@ -4,15 +4,15 @@
 #include <memory>
 
 #include "odata/query.h"
-#include "server/entity_atom.h"
-#include "server/listener.h"
-#include "server/logger.h"
-#include "server/metrics.h"
+#include "server/formats/entity_atom.h"
+#include "server/http/listener.h"
+#include "server/admin/logger.h"
+#include "server/admin/metrics.h"
 #include "server/operations/operations.h"
-#include "server/page_prefetch.h"
-#include "server/query_options.h"
-#include "server/query_plan_header.h"
-#include "server/text.h"
+#include "server/http/page_prefetch.h"
+#include "server/protocol/query_options.h"
+#include "server/protocol/query_plan_header.h"
+#include "server/formats/text.h"
 
 namespace cerulean::server {
 

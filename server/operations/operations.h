@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "server/request.h"
+#include "server/protocol/request.h"
 
 namespace cerulean::server {
 

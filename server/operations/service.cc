@@ -2,8 +2,8 @@
 // Service Stats, the CORS preflight and CORS response headers.
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
-#include "server/service_properties.h"
-#include "server/text.h"
+#include "server/protocol/service_properties.h"
+#include "server/formats/text.h"
 
 namespace cerulean::server {
 

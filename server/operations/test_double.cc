@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "server/faults.h"
+#include "server/admin/faults.h"
 #include "server/operations/admin.h"
-#include "server/text.h"
+#include "server/formats/text.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "server/request.h"
+#include "server/protocol/request.h"
 
 namespace cerulean::server {
 

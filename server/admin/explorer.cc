@@ -1,0 +1,41 @@
+#include "server/admin/explorer.h"
+
+namespace cerulean::server {
+
+namespace {
+
+constexpr std::string_view kPrefix = "/_explorer";
+
+// The page runs only its own script and talks only to its own origin.
+constexpr std::string_view kContentSecurityPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+}  // namespace
+
+bool IsExplorerPath(std::string_view path) {
+  if (!path.starts_with(kPrefix)) return false;
+  return path.size() == kPrefix.size() || path[kPrefix.size()] == '/';
+}
+
+HttpResponse ServeExplorer(const Request& req, std::string_view path) {
+  if (req.http.method() != http::verb::get && req.http.method() != http::verb::head) {
+    return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
+  }
+  std::string_view name = path.substr(kPrefix.size());
+  if (!name.empty()) name.remove_prefix(1);  // the '/'
+  if (name.empty()) name = "index.html";
+  for (const ExplorerAsset& asset : ExplorerAssets()) {
+    if (asset.name != name) continue;
+    HttpResponse res = MakeResponse(req, http::status::ok);
+    res.set(http::field::content_type, asset.content_type);
+    res.set("Content-Security-Policy", kContentSecurityPolicy);
+    res.set("X-Frame-Options", "DENY");
+    res.set("Referrer-Policy", "no-referrer");
+    if (req.http.method() == http::verb::get) res.body() = std::string(asset.body);
+    return res;
+  }
+  return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
+}
+
+}  // namespace cerulean::server

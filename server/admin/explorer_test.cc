@@ -1,0 +1,244 @@
+// Tests of the explorer's server side: the page's assets at /_explorer and
+// the x-cerulean-query-plan header of Query Entities, through HandleRequest
+// with Shared Key signed requests on an in-memory store.
+#include "server/admin/explorer.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/protocol/auth.h"
+#include "server/protocol/query_plan_header.h"
+#include "server/protocol/router.h"
+#include "server/formats/text.h"
+#include "storage/sqlite/sqlite_store.h"
+
+namespace cerulean::server {
+namespace {
+
+struct Server {
+  std::unique_ptr<storage::SqliteStore> store;
+  ServerContext ctx;
+
+  Server() {
+    storage::SqliteStoreOptions options;
+    options.in_memory = true;
+    auto opened = storage::SqliteStore::Open(options);
+    REQUIRE(opened.ok());
+    store = std::move(opened).value();
+    ctx.store = store.get();
+    REQUIRE(ctx.accounts.AddDefault());
+  }
+
+  // Sends `target` (path-style, from the origin), signed with the
+  // development account's key unless `sign` is false.
+  HttpResponse Send(http::verb verb, const std::string& target, const std::string& body = "",
+                    const std::vector<std::pair<std::string, std::string>>& headers = {},
+                    bool sign = true) {
+    HttpRequest req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1:10002");
+    req.set("x-ms-version", "2019-02-02");
+    req.set(http::field::accept, "application/json;odata=minimalmetadata");
+    for (const auto& [name, value] : headers) req.set(name, value);
+    if (!body.empty()) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = body;
+      req.prepare_payload();
+    }
+    if (sign) {
+      std::string date = HttpDateNow();
+      req.set("x-ms-date", date);
+      std::string path = target.substr(0, target.find('?'));
+      std::string sts = SharedKeyStringToSign(req.method_string(), "", Header(req, "Content-Type"),
+                                              date, "/devstoreaccount1" + path);
+      req.set(http::field::authorization,
+              "SharedKey devstoreaccount1:" +
+                  Sign(ctx.accounts.Find("devstoreaccount1")->keys[0], sts));
+    }
+    return HandleRequest(ctx, req, "127.0.0.1");
+  }
+
+  // The plan header of a query of table "plans", parsed.
+  nlohmann::json Plan(const std::string& query) {
+    HttpResponse res = Send(http::verb::get, "/devstoreaccount1/plans()?" + query, "",
+                            {{"x-cerulean-query-plan", "1"}});
+    REQUIRE(res.result_int() == 200);
+    auto it = res.find(kQueryPlanHeader);
+    REQUIRE(it != res.end());
+    std::string value(it->value());
+    for (char c : value) REQUIRE(static_cast<unsigned char>(c) < 0x80);
+    auto doc = nlohmann::json::parse(value, nullptr, false);
+    REQUIRE(doc.is_object());
+    return doc;
+  }
+};
+
+// Table "plans": partition 'a' rows r1..r5 (Amount 1..5), partition 'b'
+// rows r1..r3 (Amount 10), partition 'é' row r1.
+void Fill(Server& s) {
+  REQUIRE(s.Send(http::verb::post, "/devstoreaccount1/Tables", R"({"TableName":"plans"})")
+              .result_int() == 201);
+  auto insert = [&](const std::string& pk, const std::string& rk, int amount) {
+    std::string body = R"({"PartitionKey":")" + pk + R"(","RowKey":")" + rk + R"(","Amount":)" +
+                       std::to_string(amount) + "}";
+    REQUIRE(s.Send(http::verb::post, "/devstoreaccount1/plans", body).result_int() == 201);
+  };
+  for (int i = 1; i <= 5; ++i) insert("a", "r" + std::to_string(i), i);
+  for (int i = 1; i <= 3; ++i) insert("b", "r" + std::to_string(i), 10);
+  insert("\xC3\xA9", "r1", 7);
+}
+
+}  // namespace
+
+TEST_CASE("query plan header: sent only when the request asks for it") {
+  Server s;
+  Fill(s);
+  HttpResponse plain = s.Send(http::verb::get, "/devstoreaccount1/plans()?$filter=Amount%20gt%203");
+  CHECK(plain.result_int() == 200);
+  CHECK(plain.find(kQueryPlanHeader) == plain.end());
+  HttpResponse empty_value =
+      s.Send(http::verb::get, "/devstoreaccount1/plans()", "", {{"x-cerulean-query-plan", ""}});
+  CHECK(empty_value.find(kQueryPlanHeader) == empty_value.end());
+}
+
+TEST_CASE("query plan header: ranges, residual, rows examined and returned") {
+  Server s;
+  Fill(s);
+  SUBCASE("partition and residual: the partition's rows are examined") {
+    auto plan = s.Plan("$filter=PartitionKey%20eq%20'a'%20and%20Amount%20gt%203");
+    REQUIRE(plan["ranges"].size() == 1);
+    CHECK(plan["ranges"][0].get<std::string>().find("'a'") != std::string::npos);
+    CHECK(plan["residual"] == "(gt Amount 3)");
+    CHECK(plan["examined"] == 5);
+    CHECK(plan["returned"] == 2);
+    CHECK(plan["more"] == false);
+    CHECK(plan["elapsedMs"].is_number());
+    CHECK(plan["elapsedMs"].get<double>() >= 0);
+  }
+  SUBCASE("key bounds only: no residual, every row examined is returned") {
+    auto plan = s.Plan("$filter=PartitionKey%20eq%20'a'%20and%20RowKey%20ge%20'r2'");
+    CHECK(plan["ranges"].size() == 1);
+    CHECK(plan["residual"].is_null());
+    CHECK(plan["examined"] == 4);
+    CHECK(plan["returned"] == 4);
+  }
+  SUBCASE("no filter: one full range") {
+    auto plan = s.Plan("$top=1000");
+    CHECK(plan["ranges"].size() == 1);
+    CHECK(plan["residual"].is_null());
+    CHECK(plan["returned"] == 9);
+  }
+  SUBCASE("contradiction: no range, nothing read") {
+    auto plan = s.Plan("$filter=PartitionKey%20eq%20'a'%20and%20PartitionKey%20eq%20'b'");
+    CHECK(plan["ranges"].empty());
+    CHECK(plan["examined"] == 0);
+    CHECK(plan["returned"] == 0);
+  }
+  SUBCASE("a full table scan with a residual") {
+    auto plan = s.Plan("$filter=Amount%20eq%2010");
+    CHECK(plan["residual"] == "(eq Amount 10)");
+    CHECK(plan["examined"] == 9);
+    CHECK(plan["returned"] == 3);
+  }
+  SUBCASE("$top cuts the page: more") {
+    auto plan = s.Plan("$filter=Amount%20ge%202&$top=2");
+    CHECK(plan["returned"] == 2);
+    CHECK(plan["examined"] == 3);  // r1 fails, r2 and r3 match; r4 starts the next page
+    CHECK(plan["more"] == true);
+  }
+  SUBCASE("non-ASCII keys are escaped") {
+    auto plan = s.Plan("$filter=PartitionKey%20eq%20'%C3%A9'");
+    REQUIRE(plan["ranges"].size() == 1);
+    CHECK(plan["ranges"][0].get<std::string>().find("\xC3\xA9") != std::string::npos);
+    CHECK(plan["returned"] == 1);
+  }
+}
+
+TEST_CASE("query plan header: Atom pages report it too") {
+  Server s;
+  Fill(s);
+  HttpResponse res =
+      s.Send(http::verb::get, "/devstoreaccount1/plans()?$filter=Amount%20eq%2010&$top=2", "",
+             {{"x-cerulean-query-plan", "yes"},
+              {"x-ms-version", "2013-08-15"},
+              {"Accept", "application/atom+xml"}});
+  REQUIRE(res.result_int() == 200);
+  CHECK(res[http::field::content_type].starts_with("application/atom+xml"));
+  auto plan = nlohmann::json::parse(std::string(res[kQueryPlanHeader]));
+  CHECK(plan["residual"] == "(eq Amount 10)");
+  CHECK(plan["returned"] == 2);
+  CHECK(plan["examined"] == 7);  // partition 'a' (5 rows), then b/r1 and b/r2
+  CHECK(plan["more"] == true);
+}
+
+TEST_CASE("query plan header: an over-long residual is cut short") {
+  std::string filter = "Amount eq 1";
+  for (int i = 0; i < 300; ++i) filter += " or Amount eq " + std::to_string(i);
+  auto parsed = odata::ParseFilter(filter);
+  REQUIRE(parsed.ok());
+  odata::QueryPlan plan = odata::Compile(&*parsed);
+  QueryPlanReport report;
+  report.examined = 7;
+  report.returned = 3;
+  report.elapsed_ms = 1.23456;
+  auto doc = nlohmann::json::parse(QueryPlanHeaderValue(plan, report));
+  std::string residual = doc["residual"];
+  CHECK(residual.size() == 2003);
+  CHECK(residual.ends_with("..."));
+  CHECK(doc["elapsedMs"] == 1.235);
+  CHECK(doc["examined"] == 7);
+}
+
+TEST_CASE("explorer: the page and its assets, no authentication, no data") {
+  Server s;
+  SUBCASE("the page") {
+    for (const char* target : {"/_explorer", "/_explorer/", "/_explorer/index.html"}) {
+      CAPTURE(target);
+      HttpResponse res = s.Send(http::verb::get, target, "", {}, false);
+      CHECK(res.result_int() == 200);
+      CHECK(res[http::field::content_type] == "text/html; charset=utf-8");
+      CHECK(res["Content-Security-Policy"].find("connect-src 'self'") != std::string::npos);
+      CHECK(res["X-Frame-Options"] == "DENY");
+      CHECK(res.body().find("/_explorer/app.js") != std::string::npos);
+    }
+  }
+  SUBCASE("every asset is served with its type") {
+    REQUIRE(ExplorerAssets().size() >= 3);
+    for (const ExplorerAsset& asset : ExplorerAssets()) {
+      CAPTURE(asset.name);
+      HttpResponse res =
+          s.Send(http::verb::get, "/_explorer/" + std::string(asset.name), "", {}, false);
+      CHECK(res.result_int() == 200);
+      CHECK(res[http::field::content_type] == asset.content_type);
+      CHECK(res.body() == asset.body);
+    }
+    HttpResponse js = s.Send(http::verb::get, "/_explorer/app.js", "", {}, false);
+    CHECK(js[http::field::content_type] == "text/javascript; charset=utf-8");
+  }
+  SUBCASE("unknown names, other methods, look-alike paths") {
+    CHECK(s.Send(http::verb::get, "/_explorer/nope.js", "", {}, false).result_int() == 404);
+    CHECK(s.Send(http::verb::get, "/_explorer/../_metrics", "", {}, false).result_int() == 404);
+    CHECK(s.Send(http::verb::post, "/_explorer", "", {}, false).result_int() == 405);
+    CHECK(s.Send(http::verb::get, "/_explorers", "", {}, false).result_int() == 400);
+    CHECK(IsExplorerPath("/_explorer"));
+    CHECK(IsExplorerPath("/_explorer/app.js"));
+    CHECK_FALSE(IsExplorerPath("/_explorerx"));
+  }
+  SUBCASE("turned off: an unknown path") {
+    s.ctx.options.explorer = false;
+    HttpResponse res = s.Send(http::verb::get, "/_explorer", "", {}, false);
+    CHECK(res.result_int() == 400);
+    CHECK(res["x-ms-error-code"] == "InvalidUri");
+  }
+  SUBCASE("the data still needs a signature") {
+    REQUIRE(s.Send(http::verb::post, "/devstoreaccount1/Tables", R"({"TableName":"secret"})")
+                .result_int() == 201);
+    CHECK(s.Send(http::verb::get, "/devstoreaccount1/secret()", "", {}, false).result_int() == 403);
+  }
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,120 @@
+#include "server/http/request_parser.h"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <limits>
+#include <new>
+#include <string>
+
+namespace cerulean::server {
+
+namespace {
+
+using boost::system::error_code;
+
+// basic_fields stores a field's name and value lengths (plus two bytes) in
+// 16 bits and throws std::length_error beyond.
+constexpr size_t kMaxFieldPartBytes = std::numeric_limits<std::uint16_t>::max() - 2;
+
+class RequestParseCategoryImpl : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "cerulean.request"; }
+  std::string message(int ev) const override {
+    switch (static_cast<RequestParseError>(ev)) {
+      case RequestParseError::kExpectContinue:
+        return "the client expects 100 Continue";
+      case RequestParseError::kChunkExtensionsTooLarge:
+        return "chunk extensions too large";
+      case RequestParseError::kTrailerTooLarge:
+        return "trailer too large";
+      case RequestParseError::kFieldTooLarge:
+        return "header field too large";
+    }
+    return "request parse error";
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& RequestParseCategory() {
+  static const RequestParseCategoryImpl category;
+  return category;
+}
+
+RequestParser::RequestParser() {
+  body_limit(kMaxBodyBytes);
+  header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
+}
+
+void RequestParser::on_request_impl(http::verb method, boost::beast::string_view method_str,
+                                    boost::beast::string_view target, int version, error_code& ec) {
+  // The header limit bounds the request line, so that the target always
+  // fits basic_fields; the check keeps that true if the limit grows.
+  if (target.size() > kMaxFieldPartBytes || method_str.size() > kMaxFieldPartBytes) {
+    ec = RequestParseError::kFieldTooLarge;
+    return;
+  }
+  m_.target(target);
+  if (method != http::verb::unknown) {
+    m_.method(method);
+  } else {
+    m_.method_string(method_str);
+  }
+  m_.version(version);
+  if (on_request_line_ != nullptr) on_request_line_(on_request_line_arg_);
+}
+
+void RequestParser::on_response_impl(int, boost::beast::string_view, int, error_code& ec) {
+  ec = http::error::bad_method;  // a request parser never sees a status line
+}
+
+void RequestParser::on_field_impl(http::field name, boost::beast::string_view name_string,
+                                  boost::beast::string_view value, error_code& ec) {
+  if (header_done_) {
+    trailer_bytes_ += name_string.size() + value.size();
+    if (trailer_bytes_ > kMaxTrailerBytes) ec = RequestParseError::kTrailerTooLarge;
+    return;
+  }
+  if (name_string.size() > kMaxFieldPartBytes || value.size() > kMaxFieldPartBytes) {
+    ec = RequestParseError::kFieldTooLarge;
+    return;
+  }
+  if (name == http::field::expect && m_.version() >= 11 &&
+      boost::beast::iequals(value, "100-continue")) {
+    expect_continue_ = true;
+  }
+  m_.insert(name, name_string, value);
+}
+
+void RequestParser::on_header_impl(error_code& ec) {
+  header_done_ = true;
+  // basic_parser has chosen the body's state before calling this, so that
+  // parsing resumes with the body after this pause.
+  if (expect_continue_ && !is_done()) ec = RequestParseError::kExpectContinue;
+}
+
+void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+                                      error_code& ec) {
+  reader_.init(content_length, ec);
+}
+
+std::size_t RequestParser::on_body_impl(boost::beast::string_view body, error_code& ec) {
+  return reader_.put(boost::asio::const_buffer(body.data(), body.size()), ec);
+}
+
+void RequestParser::on_chunk_header_impl(std::uint64_t, boost::beast::string_view extensions,
+                                         error_code& ec) {
+  extension_bytes_ += extensions.size();
+  if (extension_bytes_ > kMaxChunkExtensionBytes) ec = RequestParseError::kChunkExtensionsTooLarge;
+}
+
+std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
+                                              error_code& ec) {
+  return reader_.put(boost::asio::const_buffer(body.data(), body.size()), ec);
+}
+
+void RequestParser::on_finish_impl(error_code& ec) { reader_.finish(ec); }
+
+void LimitReadBuffer(boost::beast::flat_buffer& buffer) { buffer.max_size(kMaxReadBufferBytes); }
+
+}  // namespace cerulean::server

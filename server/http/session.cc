@@ -1,0 +1,569 @@
+#include "server/http/session.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <vector>
+
+#include "server/admin/faults.h"
+#include "server/http/listener.h"
+#include "server/admin/logger.h"
+#include "server/http/page_prefetch.h"
+#include "server/protocol/router.h"
+#include "server/formats/text.h"
+
+namespace cerulean::server {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+
+namespace {
+// Time allowed for the TLS handshake and for close_notify at the end.
+constexpr auto kTlsTimeout = std::chrono::seconds(30);
+// After refusing an oversized request: how long (in all) and how much of the
+// rest of it is read and dropped before closing, so that a client still
+// sending sees the answer rather than a reset. A body a little over the
+// limit is drained whole; the rest of an oversized header is short.
+constexpr auto kDrainTimeout = std::chrono::seconds(10);
+constexpr std::uint64_t kMaxDrainBytes = 8 * 1024 * 1024;
+constexpr std::uint64_t kMaxHeaderDrainBytes = 1024 * 1024;
+std::atomic<bool> g_closing{false};
+std::atomic<int> g_in_flight{0};
+ConnectionLimits g_limits;
+// Failures that end a connection abnormally (exceptions), at most one line a second.
+ThrottledLog g_failure_log(std::chrono::seconds(1));
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Milliseconds of the coarse monotonic clock (a few ns, no system call), at
+// least 1.
+std::int64_t CoarseNowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
+}
+
+// Every open connection; a connection's index_ is its position.
+struct Registry {
+  std::mutex mu;
+  std::vector<Connection*> connections;  // guarded by mu
+  std::atomic<size_t> count{0};
+};
+Registry& Connections() {
+  static Registry registry;
+  return registry;
+}
+
+// Bodies up to this size are copied behind the head (one buffer); larger
+// ones are written from the response itself (a gathered write), not copied.
+constexpr size_t kCopiedBodyBytes = 16 * 1024;
+
+// Writes `res` (already prepared: Content-Length set) as HTTP/1.1 bytes
+// into `out`, the body too if it is small, so that the response goes out
+// in one write. Profiled: Beast's generic serializer cost more instructions
+// per response than the whole point read behind it.
+void SerializeResponse(const HttpResponse& res, std::string* out) {
+  bool copy_body = res.body().size() <= kCopiedBodyBytes;
+  out->clear();
+  out->reserve(512 + (copy_body ? res.body().size() : 0));
+  // Lengths spelled out: append(const char*) costs a strlen per call
+  // whenever the compiler does not inline it (callgrind: 7 % more
+  // instructions per /_health request when it did not).
+  out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
+  unsigned code = res.result_int();
+  char digits[3] = {static_cast<char>('0' + code / 100 % 10),
+                    static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10)};
+  out->append(digits, 3);
+  out->push_back(' ');
+  std::string_view reason = res.reason();
+  if (reason.empty()) reason = http::obsolete_reason(res.result());
+  out->append(reason);
+  out->append("\r\n", 2);
+  for (const auto& field : res) {
+    std::string_view name = field.name_string();
+    std::string_view value = field.value();
+    out->append(name);
+    out->append(": ", 2);
+    out->append(value);
+    out->append("\r\n", 2);
+  }
+  out->append("\r\n", 2);
+  if (copy_body) out->append(res.body());
+}
+
+// True iff answering `req` cannot wait long: reads of one entity and the
+// reserved /_ endpoints other than reset. They run on the I/O thread through
+// the synchronous HandleRequest: HandleRequestAsync would answer them inline
+// too, but its per-request state costs ~2% of a point read (callgrind).
+bool IsQuick(const HttpRequest& req) {
+  if (req.method() != http::verb::get && req.method() != http::verb::head &&
+      req.method() != http::verb::options) {
+    return false;
+  }
+  std::string_view target = req.target();
+  // /_metrics may count every entity and /_snapshots copy them: they go to
+  // the blocking pool.
+  if (target.starts_with("/_")) {
+    return !target.starts_with("/_metrics") && !target.starts_with("/_snapshots");
+  }
+  size_t query = target.find('?');
+  std::string_view path = target.substr(0, query);
+  // A point read: "...table(PartitionKey=...,RowKey=...)".
+  return path.ends_with(")") && path.find("RowKey") != std::string_view::npos;
+}
+
+// The peer's address, and Nagle off; called before the socket moves into a
+// stream.
+std::string PreparePeer(ConnectionSocket& socket) {
+  beast::error_code ec;
+  socket.set_option(net::ip::tcp::no_delay(true), ec);
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
+}  // namespace
+
+void RequestSessionsClose() { g_closing = true; }
+int InFlightRequests() { return g_in_flight.load(); }
+
+void SetConnectionLimits(const ConnectionLimits& limits) { g_limits = limits; }
+const ConnectionLimits& GetConnectionLimits() { return g_limits; }
+
+void ThrottledLog::Log(const std::string& line) {
+  auto now = std::chrono::steady_clock::now();
+  size_t dropped;
+  {
+    std::lock_guard lock(mu_);
+    if (now < next_) {
+      ++dropped_;
+      return;
+    }
+    next_ = now + interval_;
+    dropped = dropped_;
+    dropped_ = 0;
+  }
+  if (dropped > 0) {
+    std::fprintf(stderr, "cerulean: %s (and %zu more like it)\n", line.c_str(), dropped);
+  } else {
+    std::fprintf(stderr, "cerulean: %s\n", line.c_str());
+  }
+}
+
+// --- the connection registry ----------------------------------------------------
+
+Connection::Connection() {
+  Registry& r = Connections();
+  std::lock_guard lock(r.mu);
+  index_ = r.connections.size();
+  r.connections.push_back(this);
+  r.count.store(r.connections.size(), std::memory_order_relaxed);
+}
+
+Connection::~Connection() {
+  Registry& r = Connections();
+  std::lock_guard lock(r.mu);
+  r.connections[index_] = r.connections.back();
+  r.connections[index_]->index_ = index_;
+  r.connections.pop_back();
+  r.count.store(r.connections.size(), std::memory_order_relaxed);
+}
+
+size_t Connection::Count() { return Connections().count.load(std::memory_order_relaxed); }
+
+bool Connection::EvictLongestWaiting() {
+  Registry& r = Connections();
+  std::shared_ptr<Connection> victim;
+  {
+    std::lock_guard lock(r.mu);
+    Connection* oldest = nullptr;
+    std::int64_t oldest_since = 0;
+    for (Connection* c : r.connections) {
+      std::int64_t since = c->waiting_since_ms_.load(std::memory_order_relaxed);
+      if (since > 0 && (oldest == nullptr || since < oldest_since)) {
+        oldest = c;
+        oldest_since = since;
+      }
+    }
+    if (oldest == nullptr) return false;
+    // Marked: the next eviction picks another one, and Evict() closes the
+    // connection only if it has not started answering a request since.
+    oldest->waiting_since_ms_.store(kEvicted, std::memory_order_relaxed);
+    victim = oldest->Share();
+  }
+  // Outside the lock: dropping `victim` may destroy the connection, which
+  // takes the lock.
+  if (victim) victim->Evict();
+  return true;
+}
+
+void Connection::SetWaiting(bool waiting) {
+  waiting_since_ms_.store(waiting ? CoarseNowMs() : 0, std::memory_order_relaxed);
+}
+
+// --- the request loop ---------------------------------------------------------
+
+template <class Derived>
+template <class F>
+void HttpSession<Derived>::Guard(const char* what, F&& f) noexcept {
+  try {
+    f();
+    return;
+  } catch (const std::exception& e) {
+    try {
+      g_failure_log.Log("connection from " + peer_ + ": " + what + ": " + e.what() +
+                        "; connection closed");
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      g_failure_log.Log("connection from " + peer_ + ": " + what + ": unknown exception");
+    } catch (...) {
+    }
+  }
+  CloseNow();
+}
+
+template <class Derived>
+void HttpSession<Derived>::CloseNow() noexcept {
+  beast::error_code ec;
+  auto& socket = beast::get_lowest_layer(derived().stream()).socket();
+  socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
+template <class Derived>
+std::shared_ptr<Connection> HttpSession<Derived>::Share() {
+  return derived().weak_from_this().lock();
+}
+
+template <class Derived>
+void HttpSession<Derived>::Evict() {
+  auto self = derived().shared_from_this();
+  net::post(derived().stream().get_executor(), [self] {
+    // Still waiting: its read is cancelled by the close and the session ends.
+    if (self->evicted()) self->CloseNow();
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::BeginRequest() {
+  if (!in_flight_) {
+    in_flight_ = true;
+    ++g_in_flight;
+  }
+}
+
+template <class Derived>
+void HttpSession<Derived>::EndRequest() {
+  if (in_flight_) {
+    in_flight_ = false;
+    --g_in_flight;
+  }
+}
+
+template <class Derived>
+void HttpSession<Derived>::DoRead() {
+  // Beast reads at most max(512, free capacity) bytes per call: a buffer
+  // that only grew to the last request's size took a second recvmsg for
+  // most inserts (strace -c: 2.0 per insert). 8 KiB holds a typical
+  // request whole. A connection that has sent a larger body (batches)
+  // reads 64 KiB at a time, Beast's largest read: a 55 KB batch took
+  // eleven recvmsg, each with its epoll_wait and timer update, in 8 KiB.
+  const size_t read_buffer_bytes = large_bodies_ ? kLargeReadBufferBytes : kReadBufferBytes;
+  if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
+  parser_.emplace();
+  parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
+  SetWaiting(true);
+  beast::get_lowest_layer(derived().stream()).expires_after(g_limits.keep_alive_timeout);
+  DoReadRest();
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnRequestLine(void* self) {
+  // Between two reads (the parser runs after a read completed), so the
+  // stream's timer has no wait to cancel. The deadline moves from the
+  // keep-alive one to the request's, unless the two are within a second of
+  // each other: the common case of a request line that follows the read at
+  // once costs a coarse clock read, not a timer update.
+  auto* session = static_cast<HttpSession*>(self);
+  const std::int64_t now = CoarseNowMs();
+  const std::int64_t keep_alive_deadline =
+      session->waiting_since_ms() + std::chrono::milliseconds(g_limits.keep_alive_timeout).count();
+  const std::int64_t request_deadline =
+      now + std::chrono::milliseconds(g_limits.request_timeout).count();
+  if (std::abs(request_deadline - keep_alive_deadline) > 1000) {
+    beast::get_lowest_layer(session->derived().stream()).expires_after(g_limits.request_timeout);
+  }
+}
+
+template <class Derived>
+void HttpSession<Derived>::DoReadRest() {
+  http::async_read(derived().stream(), buffer_, *parser_,
+                   beast::bind_front_handler(&HttpSession::OnRead, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
+  Guard("read", [&] {
+    if (ec) {
+      if (ec == http::error::end_of_stream) return derived().DoClose();
+      if (ec == http::error::body_limit) return RejectTooLarge();
+      if (ec == http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
+        return RejectHeaderTooLarge();
+      }
+      if (ec == RequestParseError::kExpectContinue) return SendContinue();
+      return Fail(ec, "read");
+    }
+    SetWaiting(false);
+    BeginRequest();
+    if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
+    request_ = parser_->release();
+    large_bodies_ = request_.body().size() > kReadBufferBytes;
+    // With fault rules set, every request goes the asynchronous way, where
+    // faults are decided (a delay must not block this thread).
+    if ((ctx_.blocking_pool == nullptr || IsQuick(request_)) && !FaultsArmed(ctx_)) {
+      return Respond(HandleRequest(ctx_, request_, peer_));
+    }
+    // Anything else may wait on storage: the router answers it without
+    // blocking this thread, and the response comes back to this session's
+    // I/O thread to be written. The session stays alive through the
+    // completion's shared_ptr; no other operation runs on it meanwhile.
+    HandleRequestAsync(ctx_, request_, peer_, derived().stream().get_executor(),
+                       [self = derived().shared_from_this()](HttpResponse res) {
+                         auto ex = self->stream().get_executor();
+                         net::dispatch(
+                             ex, [self = std::move(self), res = std::move(res)]() mutable {
+                               self->Guard("respond", [&] { self->Respond(std::move(res)); });
+                             });
+                       });
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::SendContinue() {
+  // A client that did not wait for 100 Continue has begun the body: no
+  // need to invite it (RFC 9110 §10.1.1).
+  if (buffer_.size() > 0) return DoReadRest();
+  net::async_write(
+      derived().stream(), net::buffer(kContinue.data(), kContinue.size()),
+      beast::bind_front_handler(&HttpSession::OnContinue, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnContinue(beast::error_code ec, std::size_t) {
+  Guard("continue", [&] {
+    if (ec) return Fail(ec, "write");
+    DoReadRest();
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::Respond(HttpResponse res) {
+  request_ = {};
+  if (IsConnectionDrop(res)) return DropConnection();
+  bool close = res.need_eof() || g_closing.load();
+  if (close) res.keep_alive(false);
+  DoWrite(std::move(res), close);
+}
+
+template <class Derived>
+void HttpSession<Derived>::DropConnection() {
+  // An injected fault (faults.h): a reset, as when a connection is lost.
+  EndRequest();
+  beast::error_code ec;
+  auto& socket = beast::get_lowest_layer(derived().stream()).socket();
+  socket.set_option(net::socket_base::linger(true, 0), ec);
+  socket.close(ec);
+}
+
+template <class Derived>
+void HttpSession<Derived>::RejectTooLarge() {
+  // The headers were read; answer from them without the body, then read and
+  // drop the body so that a client still sending it sees the 413, not a reset.
+  // Body bytes already buffered count as drained. A client that waits for
+  // 100 Continue sends no body: close right after the answer.
+  SetWaiting(false);
+  // Beast reports a Content-Length over the limit before it marks the header
+  // done (content_length() asserts then): take the length from the field
+  // itself when it was stored.
+  std::optional<std::uint64_t> length;  // none for a chunked body
+  if (parser_->is_header_done()) {
+    if (auto l = parser_->content_length()) length = *l;
+  } else if (auto it = parser_->get().find(http::field::content_length);
+             it != parser_->get().end()) {
+    std::uint64_t v = 0;
+    const auto text = it->value();
+    if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) length = v;
+  }
+  std::uint64_t buffered = buffer_.size();
+  drain_left_ = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
+  drain_left_ = std::min<std::uint64_t>(drain_left_, kMaxDrainBytes);
+  if (parser_->expects_continue() && buffered == 0) drain_left_ = 0;
+  buffer_.consume(buffer_.size());
+  HttpRequest req = parser_->release();
+  req.body().clear();
+  req.keep_alive(false);
+  Request r(req);
+  r.request_id = NewRequestId();
+  BeginRequest();
+  HttpResponse res = ErrorResponse(r, ErrorReply(AzureError::kRequestBodyTooLarge));
+  res.set("x-ms-request-id", r.request_id);
+  res.set(http::field::date, HttpDateNow());
+  res.keep_alive(false);
+  res.prepare_payload();
+  DoWrite(std::move(res), true);
+}
+
+template <class Derived>
+void HttpSession<Derived>::RejectHeaderTooLarge() {
+  // Like HTTP.sys: a plain-text 414 when the request line alone exceeds the
+  // limit, else 431, then drain what the client is still sending.
+  SetWaiting(false);
+  // The parser has consumed the request line iff it was complete.
+  bool line_too_long = parser_->get().target().empty();
+  drain_left_ = kMaxHeaderDrainBytes;
+  buffer_.consume(buffer_.size());
+  BeginRequest();
+  HttpResponse res{
+      line_too_long ? http::status::uri_too_long : http::status::request_header_fields_too_large,
+      11};
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.set(http::field::date, HttpDateNow());
+  res.body() = line_too_long ? "Request URL Too Long" : "Request Header Fields Too Large";
+  res.keep_alive(false);
+  res.prepare_payload();
+  DoWrite(std::move(res), true);
+}
+
+template <class Derived>
+void HttpSession<Derived>::DoDrain() {
+  if (drain_left_ == 0) return derived().DoClose();
+  auto chunk =
+      buffer_.prepare(static_cast<std::size_t>(std::min<std::uint64_t>(drain_left_, 64 * 1024)));
+  derived().stream().async_read_some(
+      chunk, beast::bind_front_handler(&HttpSession::OnDrain, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnDrain(beast::error_code ec, std::size_t bytes) {
+  Guard("drain", [&] {
+    // The prepared bytes are never committed: they are dropped.
+    if (ec == net::error::eof) return derived().DoClose();
+    if (ec) return Fail(ec, "drain");
+    drain_left_ -= std::min<std::uint64_t>(bytes, drain_left_);
+    DoDrain();
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
+  response_ = std::move(res);
+  SerializeResponse(response_, &wire_);
+  std::array<net::const_buffer, 2> buffers{net::buffer(wire_), net::const_buffer()};
+  if (response_.body().size() > kCopiedBodyBytes) buffers[1] = net::buffer(response_.body());
+  net::async_write(
+      derived().stream(), buffers,
+      beast::bind_front_handler(&HttpSession::OnWrite, derived().shared_from_this(), close));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t) {
+  Guard("write", [&] {
+    EndRequest();
+    if (ctx_.prefetcher != nullptr) ctx_.prefetcher->Kick();
+    if (ec) return Fail(ec, "write");
+    if (close && drain_left_ > 0) {
+      // One deadline for the whole drain: a client that trickles cannot
+      // keep the connection.
+      beast::get_lowest_layer(derived().stream()).expires_after(kDrainTimeout);
+      return DoDrain();
+    }
+    if (close) return derived().DoClose();
+    response_ = {};
+    if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
+    DoRead();
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::Fail(beast::error_code ec, const char* what) {
+  // Timeouts, resets, aborted operations and TLS peers that leave without
+  // close_notify are normal ends of a connection. Malformed or oversized
+  // requests end it too (the session drops its last reference and the
+  // socket closes); they are logged with --debug only, so that a client
+  // cannot flood the log.
+  if (ec == beast::error::timeout || ec == net::error::operation_aborted ||
+      ec == net::error::connection_reset || ec == http::error::partial_message ||
+      ec == net::error::eof || ec == ssl::error::stream_truncated) {
+    return;
+  }
+  if (ctx_.logger && ctx_.logger->debug_enabled()) {
+    std::fprintf(stderr, "session %s: %s\n", what, ec.message().c_str());
+  }
+}
+
+template class HttpSession<PlainSession>;
+template class HttpSession<TlsSession>;
+
+// --- plain HTTP -----------------------------------------------------------------
+
+PlainSession::PlainSession(ConnectionSocket&& socket, const ServerContext& ctx)
+    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket)) {}
+
+void PlainSession::Run() {
+  net::dispatch(stream_.get_executor(),
+                [self = shared_from_this()] { self->Guard("start", [&] { self->DoRead(); }); });
+}
+
+void PlainSession::DoClose() {
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+}
+
+// --- HTTPS ----------------------------------------------------------------------
+
+TlsSession::TlsSession(ConnectionSocket&& socket, ssl::context& tls, const ServerContext& ctx)
+    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket), tls) {}
+
+void TlsSession::Run() {
+  // The handshake runs on the connection's I/O thread like everything after it.
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    self->Guard("handshake", [&] {
+      // Waiting: a connection that does not complete its handshake can be
+      // evicted like one that does not send its request.
+      self->SetWaiting(true);
+      beast::get_lowest_layer(self->stream_).expires_after(kTlsTimeout);
+      self->stream_.async_handshake(ssl::stream_base::server,
+                                    beast::bind_front_handler(&TlsSession::OnHandshake, self));
+    });
+  });
+}
+
+void TlsSession::OnHandshake(beast::error_code ec) {
+  Guard("handshake", [&] {
+    if (ec) return Fail(ec, "handshake");
+    DoRead();
+  });
+}
+
+void TlsSession::DoClose() {
+  SetWaiting(false);
+  beast::get_lowest_layer(stream_).expires_after(kTlsTimeout);
+  stream_.async_shutdown(beast::bind_front_handler(&TlsSession::OnShutdown, shared_from_this()));
+}
+
+void TlsSession::OnShutdown(beast::error_code ec) {
+  if (ec) Fail(ec, "shutdown");
+  beast::error_code ignored;
+  beast::get_lowest_layer(stream_).socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,213 @@
+// One HTTP/1.1 connection: read with timeouts and size limits, answer,
+// keep alive, close gracefully (Beast advanced_server_flex). HttpSession
+// holds the request loop once for both transports; PlainSession runs it over
+// TCP, TlsSession over TLS after the handshake. The transport is a template
+// parameter, so plain HTTP pays nothing for TLS support.
+// Thread-safety: a session runs on one I/O thread's io_context, which that
+// thread alone runs (Listener).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/protocol/request.h"
+#include "server/http/request_parser.h"
+
+namespace cerulean::server {
+
+// Limits on connections, set once by main before the listener runs.
+struct ConnectionLimits {
+  // Open connections; at the cap, a new connection replaces the one that
+  // has waited longest for its next request, or is closed if none waits.
+  size_t max_connections = 1000;
+  // Time a connection has to begin its next request (send its request line,
+  // or its whole header if the first bytes do not hold the request line),
+  // after connecting or after its previous response (idle keep-alive).
+  std::chrono::seconds keep_alive_timeout{60};
+  // Time it then has to send the rest of that request (headers and body):
+  // slow senders (slowloris) are closed when it runs out.
+  std::chrono::seconds request_timeout{60};
+};
+void SetConnectionLimits(const ConnectionLimits& limits);
+const ConnectionLimits& GetConnectionLimits();
+
+// Writes at most one line per interval to stderr and says how many it
+// dropped meanwhile, so that a flood of failures cannot flood the log.
+// Thread-safety: Log may be called from any thread.
+class ThrottledLog {
+ public:
+  explicit ThrottledLog(std::chrono::steady_clock::duration interval) : interval_(interval) {}
+  void Log(const std::string& line);
+
+ private:
+  const std::chrono::steady_clock::duration interval_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point next_{};  // guarded by mu_
+  size_t dropped_ = 0;                            // guarded by mu_
+};
+
+// An open connection, counted and registered from construction to
+// destruction so that the listener can enforce ConnectionLimits.
+// Thread-safety: the registry functions may be called from any thread; the
+// rest belongs to the connection's I/O thread.
+class Connection {
+ public:
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Open connections.
+  static size_t Count();
+  // Closes the connection that has waited longest for its next request (or
+  // the rest of one). False iff no connection is waiting.
+  static bool EvictLongestWaiting();
+
+ protected:
+  Connection();
+  virtual ~Connection();
+  // Waiting for a request (since now), or answering one. Cheap: a clock
+  // read of the coarse clock and a relaxed store.
+  void SetWaiting(bool waiting);
+  // When SetWaiting(true) was last called (coarse ms; kEvicted, 0 too).
+  std::int64_t waiting_since_ms() const {
+    return waiting_since_ms_.load(std::memory_order_relaxed);
+  }
+  // True iff chosen for eviction while waiting, and still waiting.
+  bool evicted() const { return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted; }
+
+ private:
+  // A strong reference, or null if the connection is being destroyed.
+  virtual std::shared_ptr<Connection> Share() = 0;
+  // Closes the connection on its own I/O thread iff it still waits then.
+  virtual void Evict() = 0;
+
+  static constexpr std::int64_t kEvicted = -1;
+  std::atomic<std::int64_t> waiting_since_ms_{0};  // 0: not waiting; kEvicted
+  size_t index_ = 0;                               // in the registry, guarded by its mutex
+};
+
+// A connection's executor, socket and stream, with the concrete executor
+// type: with any_io_executor every copy of an executor (many per request in
+// Asio's and Beast's composed operations) is a heap allocation (profiled:
+// ~20 of a point read's ~42). The executor is its io_context's own: one
+// thread runs that io_context, so a strand would only add its locking and
+// queueing (a strand per connection was ~3 % of a point read's server CPU,
+// `PROFILER=none scripts/profile.sh point 8 16`).
+using ConnectionExecutor = boost::asio::io_context::executor_type;
+using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionExecutor>;
+using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, ConnectionExecutor>;
+
+// The request loop shared by both transports. Derived provides stream()
+// (an AsyncStream whose executor is the connection's), DoClose() and
+// derives from std::enable_shared_from_this<Derived>.
+template <class Derived>
+class HttpSession : public Connection {
+ protected:
+  HttpSession(const ServerContext& ctx, std::string peer) : ctx_(ctx), peer_(std::move(peer)) {
+    LimitReadBuffer(buffer_);
+  }
+  ~HttpSession() override { EndRequest(); }
+
+  void DoRead();
+  void Fail(boost::beast::error_code ec, const char* what);
+  // Runs the body of a completion handler: an exception it throws closes
+  // this connection and is logged, and never reaches io_context::run().
+  template <class F>
+  void Guard(const char* what, F&& f) noexcept;
+
+  const ServerContext& ctx_;
+  boost::beast::flat_buffer buffer_;
+
+ private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  void OnRead(boost::beast::error_code ec, std::size_t bytes);
+  // Reads on with parser_ (after 100 Continue).
+  void DoReadRest();
+  // Called by the parser at the request line: the request timeout starts.
+  static void OnRequestLine(void* self);
+  // Answers `Expect: 100-continue`, then reads the body.
+  void SendContinue();
+  void OnContinue(boost::beast::error_code ec, std::size_t bytes);
+  std::shared_ptr<Connection> Share() override;
+  void Evict() override;
+  // g_in_flight counts this connection's request from Begin to End.
+  void BeginRequest();
+  void EndRequest();
+  // Closes the socket at once (after an exception or an eviction).
+  void CloseNow() noexcept;
+  // Sends the answer to request_ (on the session's I/O thread).
+  void Respond(HttpResponse res);
+  void DoWrite(HttpResponse res, bool close);
+  // Resets the connection without answering (an injected fault).
+  void DropConnection();
+  void OnWrite(bool close, boost::beast::error_code ec, std::size_t bytes);
+  // Answers 413 RequestBodyTooLarge for an oversized body, then drains it
+  // and closes.
+  void RejectTooLarge();
+  // Answers 414/431 when the request line or headers exceed the limit, then
+  // drains and closes.
+  void RejectHeaderTooLarge();
+  // Reads and drops up to drain_left_ bytes (until EOF), then closes.
+  void DoDrain();
+  void OnDrain(boost::beast::error_code ec, std::size_t bytes);
+
+  std::optional<RequestParser> parser_;
+  HttpRequest request_;  // the request being answered
+  std::string wire_;     // the response's bytes while they are written
+  // A connection keeps a wire buffer up to this size between requests.
+  static constexpr size_t kKeepWireBytes = 64 * 1024;
+  HttpResponse response_;
+  std::string peer_;
+  std::uint64_t drain_left_ = 0;  // bytes still to drop before closing
+  // The read buffer's capacity (DoRead): the larger one after a request
+  // whose body did not fit the smaller; a buffer never shrinks, so a
+  // connection holds at most the larger.
+  static constexpr size_t kReadBufferBytes = 8 * 1024;
+  static constexpr size_t kLargeReadBufferBytes = 64 * 1024;
+  bool large_bodies_ = false;
+  bool in_flight_ = false;  // counted in g_in_flight
+};
+
+// Plain HTTP over TCP.
+class PlainSession : public HttpSession<PlainSession>,
+                     public std::enable_shared_from_this<PlainSession> {
+ public:
+  PlainSession(ConnectionSocket&& socket, const ServerContext& ctx);
+  void Run();
+
+ private:
+  friend class HttpSession<PlainSession>;
+  ConnectionStream& stream() { return stream_; }
+  void DoClose();
+
+  ConnectionStream stream_;
+};
+
+// HTTPS: the TLS handshake, then the same request loop, then close_notify.
+// REQUIRES: `tls` outlives the session.
+class TlsSession : public HttpSession<TlsSession>, public std::enable_shared_from_this<TlsSession> {
+ public:
+  TlsSession(ConnectionSocket&& socket, boost::asio::ssl::context& tls, const ServerContext& ctx);
+  void Run();
+
+ private:
+  friend class HttpSession<TlsSession>;
+  boost::beast::ssl_stream<ConnectionStream>& stream() { return stream_; }
+  void OnHandshake(boost::beast::error_code ec);
+  void DoClose();
+  void OnShutdown(boost::beast::error_code ec);
+
+  boost::beast::ssl_stream<ConnectionStream> stream_;
+};
+
+}  // namespace cerulean::server

@@ -1,0 +1,592 @@
+#include "server/protocol/auth.h"
+
+#include <array>
+#include <boost/property_tree/ptree.hpp>
+#include <chrono>
+
+#include "server/protocol/oauth.h"
+#include "server/protocol/request.h"
+#include "server/formats/text.h"
+#include "server/formats/xml_tree.h"
+#include "storage/edm_text.h"
+#include "storage/value.h"
+
+namespace cerulean::server {
+
+namespace {
+constexpr int64_t kMaxClockSkewSeconds = 15 * 60;
+}  // namespace
+
+bool Accounts::AddDefault() {
+  auto key = Base64Decode(kDevAccountKey);
+  if (!key) return false;
+  accounts_.push_back({std::string(kDevAccount), {*key}});
+  return true;
+}
+
+bool Accounts::AddFromSpec(std::string_view spec, std::string* error) {
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(';', start);
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view entry = Trim(spec.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty()) continue;
+    size_t colon = entry.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      *error = "account entry without name:key: " + std::string(entry);
+      return false;
+    }
+    Account account{std::string(entry.substr(0, colon)), {}};
+    std::string_view keys = entry.substr(colon + 1);
+    size_t kstart = 0;
+    while (kstart <= keys.size()) {
+      size_t kend = keys.find(':', kstart);
+      if (kend == std::string_view::npos) kend = keys.size();
+      auto decoded = Base64Decode(keys.substr(kstart, kend - kstart));
+      if (!decoded || decoded->empty()) {
+        *error = "account key is not base64 for account " + account.name;
+        return false;
+      }
+      account.keys.push_back(std::move(*decoded));
+      kstart = kend + 1;
+    }
+    // A later entry for the same name replaces the earlier one.
+    std::erase_if(accounts_, [&](const Account& a) { return a.name == account.name; });
+    accounts_.push_back(std::move(account));
+  }
+  return true;
+}
+
+const Account* Accounts::Find(std::string_view name) const {
+  for (const auto& a : accounts_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+bool AuthGrant::InRange(const std::string& pk, const std::string& rk) const {
+  using storage::CompareOrdinal;
+  if (spk) {
+    int c = CompareOrdinal(pk, *spk);
+    if (c < 0 || (c == 0 && srk && CompareOrdinal(rk, *srk) < 0)) return false;
+  }
+  if (epk) {
+    int c = CompareOrdinal(pk, *epk);
+    if (c > 0 || (c == 0 && erk && CompareOrdinal(rk, *erk) > 0)) return false;
+  }
+  return true;
+}
+
+std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
+                                  std::string_view content_type, std::string_view date,
+                                  std::string_view canonical_resource) {
+  std::string s;
+  s.reserve(verb.size() + content_type.size() + date.size() + canonical_resource.size() + 8);
+  s.append(verb).append("\n").append(content_md5).append("\n").append(content_type);
+  s.append("\n").append(date).append("\n").append(canonical_resource);
+  return s;
+}
+
+std::string SharedKeyLiteStringToSign(std::string_view date, std::string_view canonical_resource) {
+  std::string s(date);
+  s += '\n';
+  s += canonical_resource;
+  return s;
+}
+
+std::string Sign(std::string_view key, std::string_view string_to_sign) {
+  return Base64Encode(HmacSha256(key, string_to_sign));
+}
+
+namespace {
+
+// Signatures this thread verified lately. A SAS is sent unchanged with
+// every request it authorizes (its string-to-sign does not depend on the
+// request), so re-verifying it would recompute the same HMAC each time.
+// Only successes are kept, with the exact inputs; account keys never change
+// while the server runs.
+class VerifiedSignatures {
+ public:
+  bool Contains(const Account* account, std::string_view sts, std::string_view sig) const {
+    for (const Entry& e : entries_) {
+      // Constant-time on the signature, as the uncached check.
+      if (e.account == account && e.sts == sts && SecureEquals(e.sig, sig)) return true;
+    }
+    return false;
+  }
+  void Add(const Account* account, std::string_view sts, std::string_view sig) {
+    Entry& e = entries_[next_++ % entries_.size()];
+    e.account = account;
+    e.sts.assign(sts);
+    e.sig.assign(sig);
+  }
+
+ private:
+  struct Entry {
+    const Account* account = nullptr;
+    std::string sts;
+    std::string sig;
+  };
+  std::array<Entry, 8> entries_;
+  size_t next_ = 0;
+};
+
+bool MatchesAnyKey(const Account& account, std::string_view string_to_sign, std::string_view sig) {
+  thread_local VerifiedSignatures verified;
+  if (verified.Contains(&account, string_to_sign, sig)) return true;
+  bool match = false;
+  for (const auto& key : account.keys) {
+    match |= SecureEquals(Sign(key, string_to_sign), sig);
+  }
+  if (match) verified.Add(&account, string_to_sign, sig);
+  return match;
+}
+
+// The request path re-encoded the way WHATWG URLs encode paths (quotes kept,
+// space as %20), for clients that sign a different encoding than they send.
+std::string ReencodePath(std::string_view raw) {
+  auto decoded = PercentDecode(raw);
+  if (!decoded) return std::string(raw);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : *decoded) {
+    bool keep =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        std::string_view("-._~!$&'()*+,;=:@/").find(static_cast<char>(c)) != std::string_view::npos;
+    if (keep) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<ErrorReply> AuthFailed(std::string detail = {}) {
+  std::string msg(Describe(AzureError::kAuthenticationFailed).message);
+  if (!detail.empty()) msg += "\n" + detail;
+  return ErrorReply(AzureError::kAuthenticationFailed, std::move(msg));
+}
+
+std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const Request& req,
+                                                std::string_view scheme,
+                                                std::string_view credential) {
+  size_t colon = credential.rfind(':');
+  if (colon == std::string_view::npos) return AuthFailed();
+  std::string_view name = credential.substr(0, colon);
+  std::string_view sig = credential.substr(colon + 1);
+  if (name != req.account)
+    return AuthFailed("The account in the Authorization header does not match the request.");
+  const Account* account = ctx.accounts.Find(req.account);
+  if (account == nullptr) return AuthFailed();
+
+  std::string_view date = Header(req.http, "x-ms-date");
+  if (date.empty()) date = Header(req.http, "Date");
+  auto when = ParseHttpDate(date);
+  if (!when)
+    return AuthFailed("The Date header in the request is missing or not a valid RFC 1123 date.");
+  if (!ctx.options.loose) {
+    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    if (*when < now - kMaxClockSkewSeconds || *when > now + kMaxClockSkewSeconds) {
+      return AuthFailed("Request date header too old or too far in the future: '" +
+                        std::string(date) + "'.");
+    }
+  }
+
+  std::string comp;
+  if (auto c = req.query.Get("comp")) comp = "?comp=" + std::string(*c);
+  bool lite = scheme == "SharedKeyLite";
+  std::string first_sts;
+  auto matches = [&](const std::string& path) {
+    std::string resource = "/" + req.account + path + comp;
+    std::string sts =
+        lite ? SharedKeyLiteStringToSign(date, resource)
+             : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
+                                     Header(req.http, "Content-Type"), date, resource);
+    if (first_sts.empty()) first_sts = sts;
+    return MatchesAnyKey(*account, sts, sig);
+  };
+  // The path as received first; the re-encoded form (clients differ in which
+  // characters they escape) and the primary form of a secondary account only
+  // when that fails.
+  if (matches(req.raw_path)) return std::nullopt;
+  std::vector<std::string> paths{req.raw_path, ReencodePath(req.raw_path)};
+  if (req.secondary) {
+    std::string suffix = "-secondary";
+    std::string stripped = req.raw_path;
+    size_t pos = stripped.find(suffix);
+    if (pos != std::string::npos) paths.push_back(stripped.erase(pos, suffix.size()));
+  }
+  for (const auto& path : paths) {
+    if (path != req.raw_path && matches(path)) return std::nullopt;
+  }
+  return AuthFailed(
+      "The MAC signature found in the HTTP request '" + std::string(sig) +
+      "' is not the same as any computed signature. Server used following string to sign: '" +
+      first_sts + "'.");
+}
+
+// Parses a SAS time: "2024-11-05", "2024-11-05T10:00Z", "...:00.0000000Z".
+std::optional<int64_t> ParseSasTime(std::string_view s) {
+  if (s.size() == 10) return storage::ParseDateTime(std::string(s) + "T00:00:00Z");
+  return storage::ParseDateTime(s);
+}
+
+std::string Param(const Request& req, std::string_view name) {
+  auto v = req.query.Get(name);
+  return v ? std::string(*v) : std::string();
+}
+
+// Parses an IPv4 address into a number.
+std::optional<uint32_t> ParseIpv4(std::string_view s) {
+  uint32_t out = 0;
+  int parts = 0;
+  size_t i = 0;
+  while (parts < 4) {
+    size_t start = i;
+    uint32_t v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 3) v = v * 10 + (s[i++] - '0');
+    if (i == start || v > 255) return std::nullopt;
+    out = (out << 8) | v;
+    ++parts;
+    if (parts < 4) {
+      if (i >= s.size() || s[i] != '.') return std::nullopt;
+      ++i;
+    }
+  }
+  if (i != s.size()) return std::nullopt;
+  return out;
+}
+
+std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request& req,
+                                         std::string_view st, std::string_view se,
+                                         std::string_view spr, std::string_view sip) {
+  int64_t now = storage::NowTicks();
+  if (se.empty()) return AuthFailed("Signed expiry time is missing.");
+  auto expiry = ParseSasTime(se);
+  if (!expiry) return AuthFailed("Signed expiry time is not valid.");
+  if (now >= *expiry)
+    return AuthFailed("Signed expiry time [" + std::string(se) +
+                      "] must be after signed start time and current time.");
+  if (!st.empty()) {
+    auto start = ParseSasTime(st);
+    if (!start) return AuthFailed("Signed start time is not valid.");
+    if (now < *start)
+      return AuthFailed("Signed start time [" + std::string(st) + "] is in the future.");
+  }
+  if (!spr.empty()) {
+    if (spr != "https" && spr != "https,http" && spr != "http,https") return AuthFailed();
+    if (spr == "https" && !ctx.options.https)
+      return ErrorReply(AzureError::kAuthorizationProtocolMismatch);
+  }
+  if (!sip.empty()) {
+    auto peer = ParseIpv4(req.peer_address);
+    size_t dash = sip.find('-');
+    auto lo = ParseIpv4(sip.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseIpv4(sip.substr(dash + 1));
+    if (!lo || !hi) return AuthFailed("The sip field is not valid.");
+    if (!peer || *peer < *lo || *peer > *hi) {
+      return ErrorReply(
+          AzureError::kAuthorizationSourceIPMismatch,
+          "This request is not authorized to perform this operation using this source IP " +
+              req.peer_address + ".");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req) {
+  const Account* account = ctx.accounts.Find(req->account);
+  if (account == nullptr) return AuthFailed();
+  std::string sig = Param(*req, "sig");
+  // A literal '+' in the query decodes as a space; base64 has no spaces.
+  for (char& c : sig) {
+    if (c == ' ') c = '+';
+  }
+  std::string sv = Param(*req, "sv");
+  if (sv.size() != 10 || sv < "2012-02-12") return AuthFailed("The signed version is not valid.");
+  req->version = sv;
+  AuthGrant& g = req->grant;
+
+  if (req->query.Get("ss") || req->query.Get("srt")) {
+    // Account SAS: the fields are read in place.
+    auto field = [req](std::string_view name) {
+      return req->query.Get(name).value_or(std::string_view());
+    };
+    std::string_view sp = field("sp"), st = field("st"), se = field("se"), sip = field("sip"),
+                     spr = field("spr"), ss = field("ss"), srt = field("srt");
+    std::string_view ses = sv >= "2020-12-06" ? field("ses") : "";
+    // Composed in one buffer: the chain of + that composed it made a
+    // string per field.
+    std::string sts;
+    const std::string_view fields[] = {req->account, sp, ss, srt, st, se, sip, spr, sv};
+    size_t size = ses.size() + 1;
+    for (std::string_view f : fields) size += f.size() + 1;
+    sts.reserve(size);
+    for (std::string_view f : fields) sts.append(f).push_back('\n');
+    if (sv >= "2020-12-06") sts.append(ses).push_back('\n');
+    if (!MatchesAnyKey(*account, sts, sig)) {
+      return AuthFailed("Signature did not match. String to sign used was " + sts);
+    }
+    if (auto err = CheckSasCommon(ctx, *req, st, se, spr, sip)) return err;
+    if (ss.find('t') == std::string_view::npos)
+      return ErrorReply(AzureError::kAuthorizationServiceMismatch);
+    g.kind = AuthGrant::Kind::kAccountSas;
+    g.permissions = sp;
+    g.resource_types = srt;
+    return std::nullopt;
+  }
+
+  // Service SAS: a stored access policy may complete the fields.
+  std::string sp = Param(*req, "sp"), st = Param(*req, "st"), se = Param(*req, "se"),
+              sip = Param(*req, "sip"), spr = Param(*req, "spr");
+  std::string tn = Param(*req, "tn"), si = Param(*req, "si");
+  std::string spk = Param(*req, "spk"), srk = Param(*req, "srk"), epk = Param(*req, "epk"),
+              erk = Param(*req, "erk");
+  std::string sts;
+  if (sv >= "2015-04-05") {
+    sts = sp + "\n" + st + "\n" + se + "\n/table/" + req->account + "/" + ToLower(tn) + "\n" + si +
+          "\n" + sip + "\n" + spr + "\n" + sv + "\n" + spk + "\n" + srk + "\n" + epk + "\n" + erk;
+  } else {
+    sts = sp + "\n" + st + "\n" + se + "\n/" + req->account + "/" + ToLower(tn) + "\n" + si + "\n" +
+          sv + "\n" + spk + "\n" + srk + "\n" + epk + "\n" + erk;
+  }
+  if (tn.empty() || !MatchesAnyKey(*account, sts, sig)) {
+    return AuthFailed("Signature did not match. String to sign used was " + sts);
+  }
+  if (!si.empty()) {
+    // Fields may come from the SAS or the policy, never both.
+    auto acl = ctx.store->GetTableAcl(req->account, tn);
+    std::vector<AccessPolicy> policies;
+    if (acl.ok() && !acl->empty()) (void)ParseAclXml(*acl, &policies);
+    const AccessPolicy* policy = nullptr;
+    for (const auto& p : policies) {
+      if (p.id == si) policy = &p;
+    }
+    if (policy == nullptr) return AuthFailed("The specified signed identifier does not exist.");
+    auto merge = [](std::string* field, const std::string& from_policy) {
+      if (from_policy.empty()) return true;
+      if (!field->empty()) return false;
+      *field = from_policy;
+      return true;
+    };
+    if (!merge(&st, policy->start) || !merge(&se, policy->expiry) ||
+        !merge(&sp, policy->permission)) {
+      return AuthFailed("A field is specified both in the SAS and in the stored access policy.");
+    }
+  }
+  if (sp.empty()) return AuthFailed("Signed permissions are missing.");
+  if (auto err = CheckSasCommon(ctx, *req, st, se, spr, sip)) return err;
+  g.kind = AuthGrant::Kind::kServiceSas;
+  g.permissions = sp;
+  g.table = ToLower(tn);
+  if (!spk.empty()) g.spk = spk;
+  if (!srk.empty()) g.srk = srk;
+  if (!epk.empty()) g.epk = epk;
+  if (!erk.empty()) g.erk = erk;
+  return std::nullopt;
+}
+
+// OAuth (--oauth basic, HTTPS only): see server/protocol/oauth.h.
+std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* req,
+                                             std::string_view token) {
+  if (!ctx.options.https)
+    return AuthFailed("Authentication scheme Bearer is not allowed with HTTP.");
+  if (!ctx.options.oauth)
+    return AuthFailed(
+        "Bearer tokens are not enabled on this server (start it with --oauth basic).");
+  if (!req->version.empty() && req->version < "2017-11-09") {
+    return AuthFailed("Authentication scheme Bearer is not supported in this version.");
+  }
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  if (auto err = CheckBearerToken(token, req->account, now)) return err;
+  req->grant.kind = AuthGrant::Kind::kBearer;
+  return std::nullopt;
+}
+
+bool Has(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
+
+}  // namespace
+
+std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
+  std::string_view auth = Header(req->http, "Authorization");
+  if (auth.empty()) {
+    if (req->query.Get("sig")) return AuthenticateSas(ctx, req);
+    return AuthFailed();
+  }
+  size_t space = auth.find(' ');
+  std::string_view scheme = auth.substr(0, space);
+  std::string_view credential = space == std::string_view::npos ? "" : Trim(auth.substr(space + 1));
+  req->grant = AuthGrant{};
+  if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
+    return AuthenticateSharedKey(ctx, *req, scheme, credential);
+  }
+  if (scheme == "Bearer") return AuthenticateBearer(ctx, req, credential);
+  return ErrorReply(AzureError::kInvalidAuthenticationInfo);
+}
+
+std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table) {
+  const AuthGrant& g = req.grant;
+  if (g.kind == AuthGrant::Kind::kSharedKey || g.kind == AuthGrant::Kind::kBearer) {
+    if ((op == Operation::kGetTableAcl || op == Operation::kSetTableAcl) &&
+        g.kind == AuthGrant::Kind::kBearer) {
+      return ErrorReply(AzureError::kAuthorizationFailure);
+    }
+    return std::nullopt;
+  }
+  const std::string& sp = g.permissions;
+  auto perm = ErrorReply(AzureError::kAuthorizationPermissionMismatch);
+  if (g.kind == AuthGrant::Kind::kServiceSas) {
+    // A table SAS reaches entities only.
+    if (op != Operation::kQueryEntities && op != Operation::kGetEntity && op != Operation::kBatch &&
+        !IsEntityWrite(op)) {
+      return ErrorReply(AzureError::kAuthorizationFailure);
+    }
+    // A $batch names its table only in its operations, each authorized on
+    // its own (operations/batch.cc).
+    if (op != Operation::kBatch && ToLower(table) != g.table) {
+      return ErrorReply(AzureError::kAuthorizationFailure);
+    }
+    switch (op) {
+      case Operation::kQueryEntities:
+      case Operation::kGetEntity:
+        return Has(sp, 'r') ? std::nullopt : std::optional(perm);
+      case Operation::kInsertEntity:
+        return Has(sp, 'a') ? std::nullopt : std::optional(perm);
+      case Operation::kUpdateEntity:
+      case Operation::kMergeEntity:
+        return Has(sp, 'u') ? std::nullopt : std::optional(perm);
+      case Operation::kDeleteEntity:
+        return Has(sp, 'd') ? std::nullopt : std::optional(perm);
+      case Operation::kInsertOrReplace:
+      case Operation::kInsertOrMerge:
+        return Has(sp, 'a') && Has(sp, 'u') ? std::nullopt : std::optional(perm);
+      default:
+        return std::nullopt;  // batch: checked per operation
+    }
+  }
+  // Account SAS.
+  const std::string& srt = g.resource_types;
+  auto type_mismatch = ErrorReply(AzureError::kAuthorizationResourceTypeMismatch);
+  auto need = [&](char type, std::string_view any_of) -> std::optional<ErrorReply> {
+    if (!Has(srt, type)) return type_mismatch;
+    for (char c : any_of) {
+      if (Has(sp, c)) return std::nullopt;
+    }
+    return perm;
+  };
+  switch (op) {
+    case Operation::kGetServiceProperties:
+    case Operation::kGetServiceStats:
+      return need('s', "r");
+    case Operation::kSetServiceProperties:
+      return need('s', "w");
+    case Operation::kQueryTables:
+    case Operation::kGetTable:
+      if (!Has(srt, 'c') && !Has(srt, 's')) return type_mismatch;
+      return Has(sp, 'l') || Has(sp, 'r') ? std::nullopt : std::optional(perm);
+    case Operation::kCreateTable:
+      return need('c', "cw");
+    case Operation::kDeleteTable:
+      return need('c', "d");
+    case Operation::kGetTableAcl:
+    case Operation::kSetTableAcl:
+      return ErrorReply(AzureError::kAuthorizationFailure);
+    case Operation::kQueryEntities:
+    case Operation::kGetEntity:
+      return need('o', "r");
+    case Operation::kInsertEntity:
+      return need('o', "a");
+    case Operation::kUpdateEntity:
+    case Operation::kMergeEntity:
+      return need('o', "u");
+    case Operation::kDeleteEntity:
+      return need('o', "d");
+    case Operation::kInsertOrReplace:
+    case Operation::kInsertOrMerge:
+      if (auto err = need('o', "a")) return err;
+      return need('o', "u");
+    case Operation::kBatch:
+      return Has(srt, 'o') ? std::nullopt : std::optional(type_mismatch);
+    case Operation::kPreflight:
+      return std::nullopt;
+    case Operation::kResetAccount:
+    case Operation::kFaults:
+    case Operation::kSnapshots:
+      return ErrorReply(AzureError::kAuthorizationFailure);
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPolicy>* out) {
+  out->clear();
+  std::string_view trimmed = Trim(xml);
+  if (trimmed.empty()) return std::nullopt;
+  namespace pt = boost::property_tree;
+  pt::ptree tree;
+  if (!ReadXmlTree(xml, &tree)) return ErrorReply(AzureError::kInvalidXmlDocument);
+  auto root = tree.get_child_optional("SignedIdentifiers");
+  if (!root) return ErrorReply(AzureError::kInvalidXmlDocument);
+  for (const auto& [name, node] : *root) {
+    if (name == "<xmlattr>" || name == "<xmlcomment>") continue;
+    if (name != "SignedIdentifier") return ErrorReply(AzureError::kInvalidXmlDocument);
+    AccessPolicy p;
+    p.id = node.get<std::string>("Id", "");
+    if (p.id.empty() || p.id.size() > 64) return ErrorReply(AzureError::kInvalidXmlDocument);
+    p.start = std::string(Trim(node.get<std::string>("AccessPolicy.Start", "")));
+    p.expiry = std::string(Trim(node.get<std::string>("AccessPolicy.Expiry", "")));
+    p.permission = std::string(Trim(node.get<std::string>("AccessPolicy.Permission", "")));
+    for (const std::string* date : {&p.start, &p.expiry}) {
+      if (!date->empty() && !ParseSasTime(*date))
+        return ErrorReply(AzureError::kInvalidXmlDocument);
+    }
+    for (char c : p.permission) {
+      if (std::string_view("raud").find(c) == std::string_view::npos) {
+        return ErrorReply(AzureError::kInvalidXmlDocument);
+      }
+    }
+    for (const auto& q : *out) {
+      if (q.id == p.id) return ErrorReply(AzureError::kInvalidXmlDocument);
+    }
+    out->push_back(std::move(p));
+    if (out->size() > 5) return ErrorReply(AzureError::kInvalidXmlDocument);
+  }
+  return std::nullopt;
+}
+
+std::string AclToXml(const std::vector<AccessPolicy>& policies) {
+  if (policies.empty()) return "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers />";
+  std::string out = "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers>";
+  auto date = [](const std::string& s) {
+    auto t = ParseSasTime(s);
+    if (!t) return s;
+    std::string f = storage::FormatDateTime(*t);
+    f.pop_back();
+    size_t dot = f.find('.');
+    if (dot == std::string::npos)
+      f += ".0000000";
+    else
+      f.append(7 - (f.size() - dot - 1), '0');
+    return f + "Z";
+  };
+  for (const auto& p : policies) {
+    out += "<SignedIdentifier><Id>";
+    AppendXmlText(&out, p.id);
+    out += "</Id><AccessPolicy>";
+    if (!p.start.empty()) out += "<Start>" + date(p.start) + "</Start>";
+    if (!p.expiry.empty()) out += "<Expiry>" + date(p.expiry) + "</Expiry>";
+    if (!p.permission.empty()) out += "<Permission>" + p.permission + "</Permission>";
+    out += "</AccessPolicy></SignedIdentifier>";
+  }
+  out += "</SignedIdentifiers>";
+  return out;
+}
+
+}  // namespace cerulean::server

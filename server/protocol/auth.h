@@ -1,0 +1,83 @@
+// Accounts and request authentication: Shared Key, Shared Key Lite, account
+// SAS and table (service) SAS, and the authorization of an operation under
+// the credentials presented.
+// Thread-safety: Accounts is immutable after construction; functions are pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/protocol/azure_error.h"
+
+namespace cerulean::server {
+
+// The development account and its well-known key.
+inline constexpr std::string_view kDevAccount = "devstoreaccount1";
+inline constexpr std::string_view kDevAccountKey =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+struct Account {
+  std::string name;
+  std::vector<std::string> keys;  // decoded key bytes
+};
+
+class Accounts {
+ public:
+  // devstoreaccount1 plus the accounts of an AZURITE_ACCOUNTS-style spec
+  // ("name:key1[:key2];name2:key1"). Returns false on a malformed spec.
+  bool AddDefault();
+  bool AddFromSpec(std::string_view spec, std::string* error);
+  const Account* Find(std::string_view name) const;
+  const std::vector<Account>& all() const { return accounts_; }
+
+ private:
+  std::vector<Account> accounts_;
+};
+
+// A stored access policy (Set Table ACL).
+struct AccessPolicy {
+  std::string id;
+  std::string start;       // as given, may be empty
+  std::string expiry;      // as given, may be empty
+  std::string permission;  // may be empty
+};
+
+// What the presented credentials allow.
+struct AuthGrant {
+  enum class Kind { kSharedKey, kAccountSas, kServiceSas, kBearer } kind = Kind::kSharedKey;
+  std::string permissions;     // sp (SAS)
+  std::string resource_types;  // srt (account SAS)
+  std::string table;           // tn (service SAS), lower case
+  std::optional<std::string> spk, srk, epk, erk;
+  // True iff (pk, rk) is inside the SAS key range (always for non-SAS).
+  bool InRange(const std::string& pk, const std::string& rk) const;
+  bool HasRange() const { return spk || epk; }
+};
+
+struct Request;
+struct ServerContext;
+enum class Operation;
+
+// Verifies the request's credentials and fills req->grant. Looks up stored
+// access policies through the store for `si`.
+std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req);
+
+// Checks that req->grant permits `op` on `table` (empty for service-level
+// operations).
+std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table);
+
+// String-to-sign helpers (exposed for tests).
+std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
+                                  std::string_view content_type, std::string_view date,
+                                  std::string_view canonical_resource);
+std::string SharedKeyLiteStringToSign(std::string_view date, std::string_view canonical_resource);
+// Base64 HMAC-SHA256 of `string_to_sign` under decoded `key`.
+std::string Sign(std::string_view key, std::string_view string_to_sign);
+
+// Parses and serializes the Set/Get Table ACL XML.
+std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPolicy>* out);
+std::string AclToXml(const std::vector<AccessPolicy>& policies);
+
+}  // namespace cerulean::server

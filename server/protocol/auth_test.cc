@@ -1,0 +1,90 @@
+#include <doctest/doctest.h>
+
+#include "server/protocol/auth.h"
+#include "server/formats/text.h"
+
+namespace cerulean::server {
+
+namespace {
+std::string DevKey() { return *Base64Decode(kDevAccountKey); }
+}  // namespace
+
+TEST_CASE("Shared Key signs the spec's worked examples") {
+  std::string sts = SharedKeyStringToSign("POST", "", "application/json", "Tue, 05 Nov 2024 10:00:00 GMT",
+                                          "/devstoreaccount1/devstoreaccount1/orders");
+  CHECK(Sign(DevKey(), sts) == "7szrXpFeYc5SoVxqzIoDk70uiTocVl9909czCibpuyY=");
+  std::string acl = SharedKeyStringToSign("GET", "", "", "Tue, 05 Nov 2024 10:00:00 GMT",
+                                          "/devstoreaccount1/devstoreaccount1/orders?comp=acl");
+  CHECK(Sign(DevKey(), acl) == "5EdKFOW32lclCEYoBr0uwtvrGFe9E+WGUadz52ZaH98=");
+}
+
+TEST_CASE("Shared Key Lite signs the spec's worked example") {
+  std::string sts = SharedKeyLiteStringToSign("Tue, 05 Nov 2024 10:00:00 GMT",
+                                              "/devstoreaccount1/devstoreaccount1/Tables");
+  CHECK(Sign(DevKey(), sts) == "LLXqDnowft0uJUcR+ARAIQit1uld6JQysj76Mc+07Ww=");
+}
+
+TEST_CASE("SAS string-to-sign examples verify") {
+  CHECK(Sign(DevKey(),
+             "raud\n\n2030-01-01T00:00:00Z\n/table/devstoreaccount1/orders\n\n\nhttps,http\n2019-02-02\n\n\n\n") ==
+        "0zEjZVPwQg6tZ148rUbGlC8NSdyB2lBmFHXSJKd0gH4=");
+  CHECK(Sign(DevKey(), "devstoreaccount1\nrwdlacu\nt\nsco\n\n2030-01-01T00:00:00Z\n\nhttps,http\n2019-02-02\n") ==
+        "dKEa4zPUq/dWdOLrCYusn1Jnz45OJCCdBPi+hMWeijk=");
+}
+
+TEST_CASE("AZURITE_ACCOUNTS spec") {
+  Accounts accounts;
+  REQUIRE(accounts.AddDefault());
+  std::string error;
+  CHECK(accounts.AddFromSpec("acct1:a2V5MQ==:a2V5Mg==;acct2:a2V5Mw==", &error));
+  REQUIRE(accounts.Find("acct1") != nullptr);
+  CHECK(accounts.Find("acct1")->keys.size() == 2);
+  CHECK(accounts.Find("acct1")->keys[1] == "key2");
+  CHECK(accounts.Find("acct2")->keys[0] == "key3");
+  CHECK(accounts.Find(kDevAccount) != nullptr);
+  CHECK_FALSE(accounts.AddFromSpec("nokey", &error));
+  CHECK_FALSE(accounts.AddFromSpec("bad:!!notbase64", &error));
+}
+
+TEST_CASE("SAS key range") {
+  AuthGrant g;
+  CHECK(g.InRange("a", "b"));
+  g.spk = "b";
+  g.srk = "5";
+  g.epk = "d";
+  CHECK_FALSE(g.InRange("a", "z"));
+  CHECK_FALSE(g.InRange("b", "4"));
+  CHECK(g.InRange("b", "5"));
+  CHECK(g.InRange("c", ""));
+  CHECK(g.InRange("d", "zzz"));
+  CHECK_FALSE(g.InRange("e", ""));
+  g.erk = "m";
+  CHECK_FALSE(g.InRange("d", "n"));
+}
+
+TEST_CASE("ACL XML round trip and limits") {
+  std::vector<AccessPolicy> policies;
+  REQUIRE_FALSE(ParseAclXml(R"(<?xml version="1.0" encoding="utf-8"?>
+<SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Start>2024-01-01T00:00:00Z</Start>
+<Expiry>2025-01-01T00:00:00Z</Expiry><Permission>raud</Permission></AccessPolicy></SignedIdentifier>
+</SignedIdentifiers>)", &policies));
+  REQUIRE(policies.size() == 1);
+  CHECK(policies[0].permission == "raud");
+  std::string xml = AclToXml(policies);
+  CHECK(xml.find("<Start>2024-01-01T00:00:00.0000000Z</Start>") != std::string::npos);
+  std::vector<AccessPolicy> again;
+  REQUIRE_FALSE(ParseAclXml(xml, &again));
+  CHECK(again.size() == 1);
+  std::string six = "<SignedIdentifiers>";
+  for (int i = 0; i < 6; ++i) six += "<SignedIdentifier><Id>i" + std::to_string(i) + "</Id></SignedIdentifier>";
+  six += "</SignedIdentifiers>";
+  CHECK(ParseAclXml(six, &again)->error == AzureError::kInvalidXmlDocument);
+  CHECK(ParseAclXml("<SignedIdentifiers><oops>", &again)->error == AzureError::kInvalidXmlDocument);
+  CHECK(ParseAclXml("<SignedIdentifiers><SignedIdentifier><Id>x</Id><AccessPolicy><Permission>w</Permission>"
+                    "</AccessPolicy></SignedIdentifier></SignedIdentifiers>",
+                    &again)
+            ->error == AzureError::kInvalidXmlDocument);
+  CHECK(AclToXml({}) == "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers />");
+}
+
+}  // namespace cerulean::server

@@ -1,0 +1,232 @@
+// The per-request view the router builds and operations consume, and the
+// immutable ServerContext shared by all requests.
+// Thread-safety: ServerContext is immutable after main builds it (the Store
+// is itself thread-safe); a Request belongs to one thread.
+#pragma once
+
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/protocol/auth.h"
+#include "server/protocol/azure_error.h"
+#include "server/http/blocking_pool.h"
+#include "server/formats/entity_json.h"
+#include "storage/store.h"
+
+namespace cerulean::server {
+
+namespace http = boost::beast::http;
+
+// A request body held in a std::string, as http::string_body, except that
+// its reader appends what arrives: string_body's resizes the string first,
+// zero-filling every byte it then copies over (on a 50 KB batch, a memset
+// of the whole body).
+struct RequestBody {
+  using value_type = std::string;
+  static std::uint64_t size(const value_type& body) { return body.size(); }
+  using writer = http::string_body::writer;
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, boost::system::error_code& ec) {
+      ec = {};
+      if (!length) return;
+      // The parser's body limit bounds the length before this is called.
+      if (*length > body_.max_size()) {
+        ec = http::error::buffer_overflow;
+        return;
+      }
+      body_.reserve(static_cast<size_t>(*length));
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+      ec = {};
+      std::size_t n = 0;
+      for (auto it = boost::asio::buffer_sequence_begin(buffers);
+           it != boost::asio::buffer_sequence_end(buffers); ++it) {
+        boost::asio::const_buffer b = *it;
+        body_.append(static_cast<const char*>(b.data()), b.size());
+        n += b.size();
+      }
+      return n;
+    }
+
+    void finish(boost::system::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+using HttpRequest = http::request<RequestBody>;
+using HttpResponse = http::response<http::string_body>;
+
+// Newest x-ms-version this server knows; sent when a request names none.
+inline constexpr std::string_view kNewestVersion = "2025-11-05";
+// The first version with JSON payloads, and the first without AtomPub
+// (spec README §3).
+inline constexpr std::string_view kFirstJsonVersion = "2013-08-15";
+inline constexpr std::string_view kFirstAtomlessVersion = "2015-12-11";
+
+class Metrics;
+class Logger;
+class PagePrefetcher;
+class FaultInjector;
+
+struct ServerOptions {
+  bool loose = false;
+  bool skip_api_version_check = false;
+  bool https = false;             // the listener speaks TLS (--cert)
+  bool oauth = false;             // --oauth basic: bearer tokens accepted (over HTTPS)
+  bool force_path_style = false;  // --disableProductStyleUrl
+  bool explorer = true;           // /_explorer is served (off: --disableExplorer)
+};
+
+struct ServerContext {
+  storage::Store* store = nullptr;
+  Accounts accounts;
+  ServerOptions options;
+  Metrics* metrics = nullptr;  // may be null
+  // Renders Query Entities pages ahead of their request (needs
+  // blocking_pool); may be null.
+  PagePrefetcher* prefetcher = nullptr;
+  Logger* logger = nullptr;  // may be null
+  // Where requests that may block on storage run (long query pages, table
+  // and document operations, each committing and syncing on its own; entity
+  // writes go through Store::ApplyAsync instead), so that the I/O threads
+  // keep serving meanwhile. Null: run on the I/O thread.
+  BlockingPool* blocking_pool = nullptr;
+  // Injected faults (faults.h); may be null.
+  FaultInjector* faults = nullptr;
+};
+
+// What the request addresses, after the account segment.
+enum class ResourceKind {
+  kService,   // "/"
+  kTables,    // "/Tables" or "/Tables()"
+  kTable,     // "/Tables('name')"
+  kBatch,     // "/$batch"
+  kEntities,  // "/name" or "/name()"
+  kEntity,    // "/name(PartitionKey='..',RowKey='..')"
+};
+
+struct ResourcePath {
+  ResourceKind kind = ResourceKind::kService;
+  std::string table;  // as written in the URL (decoded)
+  std::string partition_key;
+  std::string row_key;
+};
+
+// Decoded query parameters in order of appearance: views of the request
+// target where a parameter needs no decoding (most do not), else of a buffer
+// this object owns. Making a std::string of each key and value, and
+// decoding each, was ~8 % of a point read's instructions (a SAS brings
+// eight or nine parameters).
+class QueryParams {
+ public:
+  QueryParams() = default;
+  // Moving keeps the views valid (the buffers move with their addresses).
+  QueryParams(QueryParams&&) = default;
+  QueryParams& operator=(QueryParams&&) = default;
+
+  // Adds the parameter encoded_key=encoded_value, decoded ('+' is a space,
+  // %XX an octet). REQUIRES: both outlive this object (the request target).
+  // False (and nothing added) if either has a '%' not followed by two hex
+  // digits.
+  bool AddEncoded(std::string_view encoded_key, std::string_view encoded_value);
+  // Room for `n` parameters whose encoded keys and values total at most
+  // `bytes` (allocated once a parameter needs decoding).
+  void Reserve(size_t n, size_t bytes);
+  // First value of `name`, or nullopt.
+  std::optional<std::string_view> Get(std::string_view name) const;
+  size_t Count(std::string_view name) const;
+  const std::vector<std::pair<std::string_view, std::string_view>>& all() const { return params_; }
+
+ private:
+  // `encoded` decoded: itself when it has no '%' or '+', else a view of
+  // decoded_; nullopt if malformed.
+  std::optional<std::string_view> Decode(std::string_view encoded);
+
+  std::vector<std::pair<std::string_view, std::string_view>> params_;
+  // Decoded keys and values: chunks that never move once allocated, the
+  // first sized by Reserve.
+  std::vector<std::unique_ptr<char[]>> decoded_;
+  char* decoded_next_ = nullptr;  // the free bytes of decoded_.back()
+  size_t decoded_free_ = 0;
+  size_t reserved_bytes_ = 0;  // Reserve's `bytes`, for the first chunk
+};
+
+enum class Operation {
+  kQueryTables,
+  kGetTable,
+  kCreateTable,
+  kDeleteTable,
+  kQueryEntities,
+  kGetEntity,
+  kInsertEntity,
+  kUpdateEntity,
+  kMergeEntity,
+  kDeleteEntity,
+  kInsertOrReplace,
+  kInsertOrMerge,
+  kBatch,
+  kGetTableAcl,
+  kSetTableAcl,
+  kGetServiceProperties,
+  kSetServiceProperties,
+  kGetServiceStats,
+  kPreflight,
+  kResetAccount,  // POST /_reset/{account}
+  kFaults,        // /_faults/{account}
+  kSnapshots,     // /_snapshots/{account}[/{name}[/restore]]
+};
+std::string_view OperationName(Operation op);
+// Insert, Update, Merge, Delete Entity and the two upserts.
+bool IsEntityWrite(Operation op);
+
+struct Request {
+  explicit Request(HttpRequest& h) : http(h) {}
+  HttpRequest& http;
+  std::string request_id;
+  std::string account;  // the owning (primary) account
+  bool secondary = false;
+  std::string base;      // {base}: scheme://host[/account]
+  std::string raw_path;  // request-target path as received (still encoded)
+  bool admin = false;    // a reserved /_ endpoint (raw_path says which)
+  ResourcePath path;
+  QueryParams query;
+  std::string method;   // effective verb (after X-HTTP-Method)
+  std::string version;  // effective service version
+  Operation op = Operation::kQueryTables;
+  Metadata format = Metadata::kMinimal;  // JSON metadata level, unless `atom`
+  bool atom = false;                     // answer in AtomPub (versions before 2015-12-11)
+  bool atom_body = false;                // the request body is an Atom entry
+  bool xml_errors = false;               // answer errors as XML
+  AuthGrant grant;                       // what the credentials allow
+  std::string peer_address;
+  // The injected fault, for the access log (faults.h); empty if none.
+  std::string_view fault;
+};
+
+// Case-insensitive header value, or empty view.
+std::string_view Header(const HttpRequest& req, std::string_view name);
+
+// Response builders. Every response later gets the common headers
+// (router.cc, FinishResponse).
+HttpResponse MakeResponse(const Request& req, http::status status);
+HttpResponse ErrorResponse(const Request& req, const ErrorReply& error);
+HttpResponse JsonResponse(const Request& req, http::status status, std::string body);
+HttpResponse AtomResponse(const Request& req, http::status status, std::string body);
+
+}  // namespace cerulean::server

@@ -1,0 +1,115 @@
+// Tests of RequestBody, the request body type the sessions parse into, and
+// of QueryParams.
+#include "server/protocol/request.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <string_view>
+
+namespace cerulean::server {
+
+namespace {
+
+// Feeds `wire` to a parser in pieces of at most `piece` bytes; returns the
+// parsed request's body, or "<error>".
+std::string ParseInPieces(std::string_view wire, size_t piece) {
+  http::request_parser<RequestBody> parser;
+  parser.body_limit(1 << 20);
+  boost::system::error_code ec;
+  size_t offset = 0;
+  std::string pending;
+  while (!parser.is_done()) {
+    if (offset < wire.size()) {
+      const size_t n = std::min(piece, wire.size() - offset);
+      pending.append(wire.substr(offset, n));
+      offset += n;
+    } else if (pending.empty()) {
+      return "<error>";  // the message never completed
+    }
+    size_t used = parser.put(boost::asio::buffer(pending), ec);
+    if (ec == http::error::need_more) ec = {};
+    if (ec) return "<error>";
+    pending.erase(0, used);
+    if (used == 0 && offset >= wire.size()) return "<error>";
+  }
+  return parser.release().body();
+}
+
+}  // namespace
+
+TEST_CASE("RequestBody: content-length and chunked bodies arrive whole, in any pieces") {
+  std::mt19937 rng(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string body(rng() % 5000, '\0');
+    for (char& c : body) c = static_cast<char>(rng());
+    const size_t piece = 1 + rng() % 700;
+    CAPTURE(body.size());
+    CAPTURE(piece);
+    const std::string head = "POST /devstoreaccount1/$batch HTTP/1.1\r\nHost: x\r\n";
+    const std::string sized =
+        head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    REQUIRE(ParseInPieces(sized, piece) == body);
+
+    std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+    for (size_t at = 0; at < body.size();) {
+      const size_t n = std::min<size_t>(1 + rng() % 900, body.size() - at);
+      char size_hex[16];
+      std::snprintf(size_hex, sizeof size_hex, "%zx", n);
+      chunked += std::string(size_hex) + "\r\n" + body.substr(at, n) + "\r\n";
+      at += n;
+    }
+    chunked += "0\r\n\r\n";
+    REQUIRE(ParseInPieces(chunked, piece) == body);
+  }
+}
+
+TEST_CASE("RequestBody: the parser's body limit still holds") {
+  http::request_parser<RequestBody> parser;
+  parser.body_limit(10);
+  boost::system::error_code ec;
+  const std::string wire = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world";
+  parser.put(boost::asio::buffer(wire), ec);
+  CHECK(ec == http::error::body_limit);
+}
+
+TEST_CASE("QueryParams: decoded views, of the target where nothing needs decoding") {
+  const std::string target =
+      "sv=2021-12-02&se=2026-01-01T00%3A00%3AZ&sig=ab%2Bc%3D&x=a+b&$top=5&e=";
+  QueryParams q;
+  q.Reserve(2, 8);  // smaller than the decoded values: further chunks
+  size_t start = 0;
+  while (start <= target.size()) {
+    size_t amp = std::min(target.find('&', start), target.size());
+    std::string_view param(target.data() + start, amp - start);
+    size_t eq = param.find('=');
+    REQUIRE(q.AddEncoded(param.substr(0, eq), param.substr(eq + 1)));
+    start = amp + 1;
+  }
+  // Moved, as a Request may be: the views stay valid.
+  QueryParams moved = std::move(q);
+  CHECK(moved.Get("sv") == "2021-12-02");
+  CHECK(moved.Get("se") == "2026-01-01T00:00:Z");
+  CHECK(moved.Get("sig") == "ab+c=");
+  CHECK(moved.Get("x") == "a b");
+  CHECK(moved.Get("$top") == "5");
+  CHECK(moved.Get("e") == "");
+  CHECK_FALSE(moved.Get("missing").has_value());
+  CHECK(moved.all().size() == 6);
+  // Parameters that need no decoding are views of the target itself.
+  const char* sv = moved.Get("sv")->data();
+  CHECK((sv >= target.data() && sv < target.data() + target.size()));
+
+  CHECK_FALSE(moved.AddEncoded("bad", "%4"));
+  CHECK_FALSE(moved.AddEncoded("%zz", "v"));
+  CHECK(moved.all().size() == 6);
+  REQUIRE(moved.AddEncoded("sv", "dup%20"));
+  CHECK(moved.Count("sv") == 2);
+  CHECK(moved.Get("sv") == "2021-12-02");  // the first
+  CHECK(moved.all().back().second == "dup ");
+}
+
+}  // namespace cerulean::server

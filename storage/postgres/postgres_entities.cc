@@ -1,0 +1,350 @@
+// PostgresStore: entity reads (point reads, key-range scans) and writes
+// (Apply). See postgres_store.h.
+#include <algorithm>
+#include <utility>
+
+#include "storage/codec.h"
+#include "storage/postgres/postgres_internal.h"
+#include "storage/postgres/postgres_store.h"
+#include "storage/store_ops.h"
+
+namespace cerulean::storage {
+
+namespace {
+
+void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
+                    std::string* sql) {
+  if (SinglePartition(lower, upper)) {
+    *sql += " AND pk = $2";
+    if (lower->row_key) *sql += lower->inclusive ? " AND rk >= $3" : " AND rk > $3";
+    if (upper->row_key) *sql += upper->inclusive ? " AND rk <= $5" : " AND rk < $5";
+    return;
+  }
+  auto bound = [&](const KeyBound& b, bool is_lower, const char* pk, const char* rk) {
+    std::string op = is_lower ? (b.inclusive ? ">=" : ">") : (b.inclusive ? "<=" : "<");
+    if (!b.row_key) {
+      *sql += " AND pk " + op + " " + pk;
+    } else {
+      *sql += " AND (pk, rk) " + op + " (" + pk + ", " + rk + ")";
+    }
+  };
+  if (lower) bound(*lower, true, "$2", "$3");
+  if (upper) bound(*upper, false, "$4", "$5");
+}
+
+void BindRange(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
+               std::vector<std::string>* keys, PgParams* params) {
+  keys->clear();
+  keys->reserve(4);
+  auto add = [&](const std::optional<std::string>& key) {
+    if (!key) {
+      params->NullBytes();
+      return;
+    }
+    keys->push_back(EncodeKey(*key));
+    params->Bytes(keys->back());
+  };
+  auto pk = [](const std::optional<KeyBound>& b) {
+    return b ? std::optional<std::string>(b->partition_key) : std::nullopt;
+  };
+  auto rk = [](const std::optional<KeyBound>& b) { return b ? b->row_key : std::nullopt; };
+  add(pk(lower));
+  add(rk(lower));
+  add(pk(upper));
+  add(rk(upper));
+}
+
+// The statement reading `chunk` rows of table `id` from `lower` to `upper`
+// in key order, and its parameters (`keys` holds the bytes they view).
+std::string ScanSql(int64_t id, const std::optional<KeyBound>& lower,
+                    const std::optional<KeyBound>& upper, int64_t chunk,
+                    std::vector<std::string>* keys, PgParams* params) {
+  std::string sql = "SELECT pk, rk, ts, props FROM cerulean_entities WHERE table_id = $1";
+  AppendRangeSql(lower, upper, &sql);
+  sql += " ORDER BY pk, rk LIMIT $6";
+  params->Int64(id);
+  BindRange(lower, upper, keys, params);
+  params->Int64(chunk);
+  return sql;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Entities.
+
+Status PostgresStore::GetEntityRow(const std::string& account, const std::string& table,
+                                   const std::string& partition_key, const std::string& row_key,
+                                   const RowVisitor& visit) {
+  Timed timed(this);
+  PgLease c(&pool_);
+  if (!c.status().ok()) return c.status();
+  if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
+    // Such keys are never stored; their encodings would alias others.
+    int64_t id = 0;
+    Status s = PgLookupTable(c.get(), account, table, &id, /*lock=*/false);
+    if (!s.ok()) return s;
+    return Status::NotFound();
+  }
+  // One statement, so one snapshot for the table lookup and the row read:
+  // no row means no table, a NULL ts means no entity (ts is NOT NULL).
+  const std::string lower = LowerAscii(table);
+  const std::string pk = EncodeKey(partition_key);
+  const std::string rk = EncodeKey(row_key);
+  PgResult r;
+  Status s = c->Exec(
+      "SELECT e.ts, e.props FROM cerulean_tables t LEFT JOIN cerulean_entities e "
+      "ON e.table_id = t.id AND e.pk = $3 AND e.rk = $4 "
+      "WHERE t.account = $1 AND t.name_lower = $2",
+      PgParams().Text(account).Text(lower).Bytes(pk).Bytes(rk), &r);
+  if (!s.ok()) return s;
+  if (r.rows() == 0) return Status::TableNotFound(table);
+  if (r.IsNull(0, 0)) return Status::NotFound();
+  EntityRow row;
+  row.partition_key = partition_key;
+  row.row_key = row_key;
+  row.timestamp = r.Int64(0, 0);
+  row.properties = r.View(0, 1);
+  return visit(row);
+}
+
+Status PostgresStore::ScanRows(const std::string& account, const std::string& table,
+                               const ScanRequest& request, const RowVisitor& visit,
+                               std::optional<EntityKey>* next) {
+  next->reset();
+  Timed timed(this);
+  PgLease c(&pool_);
+  if (!c.status().ok()) return c.status();
+  // One snapshot for every range and chunk of the page.
+  Status s = c->Command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  int64_t id = 0;
+  if (s.ok()) s = PgLookupTable(c.get(), account, table, &id, /*lock=*/false);
+  if (!s.ok()) return s;
+
+  // Rows are read in chunks (keyset pages inside the snapshot), so a page
+  // with a selective predicate does not pull the whole range at once.
+  const size_t want = std::min(request.limit, request.max_examined);
+  const int64_t chunk = static_cast<int64_t>(want >= 999 ? 1000 : std::max<size_t>(2, want + 1));
+  std::string pk, rk;
+  Entity decoded;
+  std::vector<std::string> keys;
+  size_t examined = 0, visited = 0;
+  for (const KeyRange& range : request.ranges) {
+    std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
+    while (true) {
+      PgParams params;
+      const std::string sql = ScanSql(id, lower, range.upper, chunk, &keys, &params);
+      PgResult r;
+      s = c->Exec(sql, params, &r);
+      if (!s.ok()) return s;
+      const int rows = r.rows();
+      for (int i = 0; i < rows; ++i) {
+        if (examined >= request.max_examined || visited >= request.limit) {
+          // Budget spent: this row is where the next page starts.
+          EntityKey key;
+          s = DecodeKeyInto(r.View(i, 0), &key.partition_key);
+          if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &key.row_key);
+          if (!s.ok()) return s;
+          *next = std::move(key);
+          return Status::Ok();
+        }
+        if (request.abandon && examined % ScanRequest::kRowsPerAbandonPoll == 0 &&
+            request.abandon()) {
+          return Status::Busy("scan abandoned");
+        }
+        ++examined;
+        EntityRow row;
+        row.timestamp = r.Int64(i, 2);
+        row.properties = r.View(i, 3);
+        s = DecodeKeyInto(r.View(i, 0), &pk);
+        if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &rk);
+        if (!s.ok()) return s;
+        if (request.predicate) {
+          decoded.partition_key = pk;
+          decoded.row_key = rk;
+          decoded.timestamp = row.timestamp;
+          s = DecodeProperties(row.properties, &decoded.properties);
+          if (!s.ok()) return s;
+          if (!request.predicate(decoded)) continue;
+          row.partition_key = decoded.partition_key;
+          row.row_key = decoded.row_key;
+          row.decoded = &decoded;
+        } else {
+          row.partition_key = pk;
+          row.row_key = rk;
+        }
+        ++visited;
+        s = visit(row);
+        if (!s.ok()) return s;
+      }
+      if (rows < chunk) break;  // the range is done
+      // Go on after the last row read (the visitor may have moved from
+      // `decoded`, so the keys come from the result).
+      KeyBound after{"", std::string(), false};
+      s = DecodeKeyInto(r.View(rows - 1, 0), &after.partition_key);
+      if (s.ok()) s = DecodeKeyInto(r.View(rows - 1, 1), &*after.row_key);
+      if (!s.ok()) return s;
+      lower = std::move(after);
+    }
+  }
+  return Status::Ok();
+}
+
+Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
+                                const std::string& table, const std::vector<WriteOp>& ops,
+                                ApplyResult* result, ApplyError* error, bool* retry) {
+  *retry = false;
+  std::string sqlstate;
+  auto db_error = [&](Status s) {
+    *retry = PgRetryable(sqlstate);
+    if (error != nullptr) *error = ApplyError{s, 0};
+    return s;
+  };
+  auto refuse = [&](size_t i, Status s) {
+    if (error != nullptr) *error = ApplyError{s, i};
+    return s;
+  };
+  Status s = c->Command("BEGIN", &sqlstate);
+  if (!s.ok()) return db_error(s);
+  int64_t id = 0;
+  s = PgLookupTable(c, account, table, &id, /*lock=*/true);
+  if (s.code() == StatusCode::kTableNotFound) return refuse(0, s);
+  if (!s.ok()) return db_error(s);
+  const int64_t base = NextTimestamp();
+
+  // Phase 1: lock and read every addressed row but those of inserts, and
+  // decide each op's outcome, so that a refused Apply writes nothing. The
+  // row locks (FOR UPDATE) make the If-Match check and the merge race-free
+  // against other nodes until the commit.
+  struct Planned {
+    std::string pk, rk;
+    bool exists = false, remove = false;
+    int64_t ts = 0;
+    std::string props;
+  };
+  std::vector<Planned> planned(ops.size());
+  std::vector<Property> props;
+  auto read = [&](Planned& plan, int64_t* prev_ts, std::string* blob) -> Status {
+    PgResult r;
+    Status rs = c->Exec(
+        "SELECT ts, props FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3 "
+        "FOR UPDATE",
+        PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), &r, &sqlstate);
+    if (!rs.ok()) return rs;
+    plan.exists = r.rows() > 0;
+    if (plan.exists) {
+      *prev_ts = r.Int64(0, 0);
+      if (blob != nullptr) blob->assign(r.View(0, 1));
+    }
+    return Status::Ok();
+  };
+  // A refusal of op `i` found in phase 1: an insert before it whose row
+  // exists comes first, as if every op had been checked in order.
+  auto refuse_after_inserts = [&](size_t i, Status refusal) -> Status {
+    for (size_t j = 0; j < i; ++j) {
+      if (ops[j].kind != WriteKind::kInsert) continue;
+      int64_t prev = 0;
+      Status rs = read(planned[j], &prev, nullptr);
+      if (!rs.ok()) return db_error(rs);
+      if (planned[j].exists) return refuse(j, Status::AlreadyExists());
+    }
+    return refuse(i, refusal);
+  };
+  std::string blob;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const WriteOp& op = ops[i];
+    Planned& plan = planned[i];
+    const Entity& e = op.entity;
+    if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
+      return refuse_after_inserts(i, Status::InvalidArgument("InvalidKey"));
+    }
+    plan.pk = EncodeKey(e.partition_key);
+    plan.rk = EncodeKey(e.row_key);
+    int64_t prev_ts = 0;
+    if (op.kind != WriteKind::kInsert) {
+      s = read(plan, &prev_ts, &blob);
+      if (!s.ok()) return db_error(s);
+    }
+    // The row is locked: the new timestamp is above the one any node wrote.
+    s = PlanWrite(op, plan.exists, prev_ts, blob, base, &props, &plan.remove, &plan.ts,
+                  &plan.props);
+    if (s.code() == StatusCode::kCorruption) return db_error(s);
+    if (!s.ok()) return refuse_after_inserts(i, s);
+  }
+
+  // Phase 2: write. An insert (or an upsert that found no row) meets a row
+  // another transaction committed since: for an insert that is its
+  // refusal; for an upsert the Apply is run again, and then finds the row.
+  std::vector<int64_t> timestamps;
+  timestamps.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Planned& plan = planned[i];
+    PgResult r;
+    if (plan.remove) {
+      s = c->Exec("DELETE FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3",
+                  PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), nullptr, &sqlstate);
+    } else if (plan.exists) {
+      s = c->Exec(
+          "UPDATE cerulean_entities SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND "
+          "rk = $3",
+          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
+          &sqlstate);
+    } else {
+      s = c->Exec(
+          "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5) "
+          "ON CONFLICT DO NOTHING",
+          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
+          &sqlstate);
+      if (s.ok() && r.Affected() == 0) {
+        if (ops[i].kind == WriteKind::kInsert) return refuse(i, Status::AlreadyExists());
+        *retry = true;
+        return refuse(i, Status::Busy("concurrent insert"));
+      }
+    }
+    if (!s.ok()) return db_error(s);
+    timestamps.push_back(plan.remove ? 0 : plan.ts);
+  }
+  s = c->Command("COMMIT", &sqlstate);
+  if (!s.ok()) return db_error(s);
+  if (result != nullptr) result->timestamps = std::move(timestamps);
+  return Status::Ok();
+}
+
+Status PostgresStore::Apply(const std::string& account, const std::string& table,
+                            const std::vector<WriteOp>& ops, ApplyResult* result,
+                            ApplyError* error) {
+  Timed timed(this);
+  for (int attempt = 0;; ++attempt) {
+    PgLease c(&pool_);
+    if (!c.status().ok()) {
+      if (error != nullptr) *error = ApplyError{c.status(), 0};
+      return c.status();
+    }
+    bool retry = false;
+    Status s = ApplyOnce(c.get(), account, table, ops, result, error, &retry);
+    if (s.ok() || !retry || attempt >= options_.max_retries) return s;
+    c->RollbackIfActive();
+    retries_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+Result<std::vector<std::string>> PostgresStore::ExplainScanForTesting(const std::string& account,
+                                                                      const std::string& table,
+                                                                      const KeyRange& range) {
+  PgLease c(&pool_);
+  if (!c.status().ok()) return c.status();
+  int64_t id = 0;
+  Status s = PgLookupTable(c.get(), account, table, &id, /*lock=*/false);
+  if (!s.ok()) return s;
+  std::vector<std::string> keys;
+  PgParams params;
+  const std::string sql = ScanSql(id, range.lower, range.upper, 100, &keys, &params);
+  PgResult r;
+  s = c->Exec("EXPLAIN " + sql, params, &r);
+  if (!s.ok()) return s;
+  std::vector<std::string> plan;
+  for (int i = 0; i < r.rows(); ++i) plan.emplace_back(r.View(i, 0));
+  return plan;
+}
+
+}  // namespace cerulean::storage

@@ -1,0 +1,40 @@
+// Internal to the PostgresStore implementation (postgres_store.cc,
+// postgres_entities.cc): pieces both halves use.
+// Thread-safety: as PostgresStore.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/postgres_store.h"
+
+namespace cerulean::storage {
+
+// Looks the live table up: its id (and name as created, if `name` is set),
+// kTableNotFound, or the database's error. `lock` takes a share lock on the
+// catalog row, so that a concurrent DeleteTable waits for the writing
+// transaction (whose rows it then dooms).
+Status PgLookupTable(PgConnection* c, const std::string& account, const std::string& table,
+                     int64_t* id, bool lock, std::string* name = nullptr);
+
+// Counts a store call that reached the database, and its latency
+// (PostgresStoreStats).
+class PostgresStore::Timed {
+ public:
+  explicit Timed(PostgresStore* store) : store_(store), start_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start_)
+                  .count();
+    store_->operations_.fetch_add(1, std::memory_order_relaxed);
+    store_->operation_micros_.fetch_add(static_cast<uint64_t>(us), std::memory_order_relaxed);
+  }
+
+ private:
+  PostgresStore* store_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace cerulean::storage

@@ -1,0 +1,173 @@
+// PostgresStore: the Store over a PostgreSQL-protocol database (libpq), so
+// that any number of stateless server processes ("nodes") serve one
+// database. Schema, key encoding and the reasons behind them are in
+// storage/README.md ("PostgreSQL backend").
+// Thread-safety: every method may be called concurrently from any thread
+// (as Store requires); connections come from a pool. Background threads
+// owned by the store: the ApplyAsync lanes and the reaper of dropped
+// tables; the destructor finishes queued writes and joins them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/postgres/pg_connection.h"
+#include "storage/store.h"
+
+namespace cerulean::storage {
+
+struct PostgresStoreOptions {
+  // libpq connection string or URL: postgresql://USER@HOST:PORT/DB.
+  std::string url;
+  // Schema holding the store's tables (created if missing); empty: the
+  // connection's search_path (normally `public`).
+  std::string schema;
+  // Connections of the pool (requests, lanes and the reaper share them).
+  size_t pool_size = 16;
+  // Threads committing ApplyAsync writes. Writes to one partition go to one
+  // lane and are committed, and called back, in the order they came.
+  size_t async_lanes = 4;
+  // Rows of a dropped table deleted per reaper statement.
+  size_t reap_chunk_rows = 2000;
+  // How often the reaper looks for work dropped by other nodes (its own
+  // drops wake it at once).
+  std::chrono::milliseconds reap_poll{5000};
+  // Run the reaper thread (tests turn it off and call ReapNowForTesting).
+  bool background_reaping = true;
+  // Let one node at a time reap, through pg_try_advisory_lock (PostgreSQL,
+  // Citus, YugabyteDB). Off on CockroachDB, which has none (detected):
+  // nodes then may reap the same table at once, which is harmless.
+  bool advisory_locks = true;
+  // A transaction the database gave up (serialization failure, deadlock,
+  // a concurrent insert of the same key) is run again up to this often.
+  int max_retries = 5;
+};
+
+// The pool's state and the time spent in queries, for /_metrics.
+struct PostgresStoreStats {
+  uint64_t connections_open = 0;
+  uint64_t connections_in_use = 0;
+  uint64_t pool_waits = 0;        // acquisitions that waited for a connection
+  uint64_t operations = 0;        // store calls that reached the database
+  uint64_t operation_micros = 0;  // their total latency
+  uint64_t retries = 0;           // transactions run again
+};
+
+class PostgresStore final : public Store {
+ public:
+  // Connects, creates the schema if missing and starts the background
+  // threads. kBusy if the database cannot be reached.
+  static Result<std::unique_ptr<PostgresStore>> Open(const PostgresStoreOptions& options);
+  ~PostgresStore() override;
+  PostgresStore(const PostgresStore&) = delete;
+  PostgresStore& operator=(const PostgresStore&) = delete;
+
+  Status CreateTable(const std::string& account, const std::string& table) override;
+  Status DeleteTable(const std::string& account, const std::string& table) override;
+  Result<std::string> GetTable(const std::string& account, const std::string& table) override;
+  Status ScanTables(const std::string& account, const std::string& start,
+                    const std::function<bool(const std::string&)>& visit) override;
+  Result<std::string> GetTableAcl(const std::string& account, const std::string& table) override;
+  Status SetTableAcl(const std::string& account, const std::string& table,
+                     const std::string& acl) override;
+  Result<std::string> GetServiceProperties(const std::string& account) override;
+  Status SetServiceProperties(const std::string& account, const std::string& props) override;
+
+  Status GetEntityRow(const std::string& account, const std::string& table,
+                      const std::string& partition_key, const std::string& row_key,
+                      const RowVisitor& visit) override;
+  Status ScanRows(const std::string& account, const std::string& table, const ScanRequest& request,
+                  const RowVisitor& visit, std::optional<EntityKey>* next) override;
+  using Store::Scan;
+  // Besides the Store statuses: kInvalidArgument ("InvalidKey") for a key
+  // holding a 0xFE or 0xFF byte; kBusy when the database is unreachable.
+  Status Apply(const std::string& account, const std::string& table,
+               const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) override;
+  void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
+                  ApplyCallback done) override;
+  void Flush() override;
+
+  Status ResetAccount(const std::string& account) override;
+  bool Healthy() override;
+  // bytes: the size of the store's tables and indexes (0 where the database
+  // has no pg_total_relation_size).
+  Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
+  // Snapshots are a feature of the embedded store (SqliteStore): each of
+  // these answers kNotSupported.
+  Status SaveSnapshot(const std::string& account, const std::string& name,
+                      SnapshotInfo* info) override;
+  Status RestoreSnapshot(const std::string& account, const std::string& name,
+                         RestoreStats* stats) override;
+  Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) override;
+  Status DeleteSnapshot(const std::string& account, const std::string& name) override;
+  // No WriteEpoch: other nodes write too, so no local count can tell that
+  // nothing changed.
+
+  PostgresStoreStats GetStats() const;
+  // GetStats() as StoreGauges (pg_connections_open, pg_connections_in_use,
+  // pg_pool_waits, pg_operations, pg_operation_microseconds, pg_retries).
+  std::vector<StoreGauge> Gauges() const override;
+
+  // Introspection for tests, as SqliteStore's.
+  Result<uint64_t> CountEntityRowsForTesting();
+  Result<uint64_t> CountPendingReapsForTesting();
+  Status ReapNowForTesting();
+  // The database's plan (EXPLAIN) for the statement a scan of `range` runs.
+  Result<std::vector<std::string>> ExplainScanForTesting(const std::string& account,
+                                                         const std::string& table,
+                                                         const KeyRange& range);
+
+ private:
+  explicit PostgresStore(const PostgresStoreOptions& options);
+  Status Init();
+
+  // One attempt of Apply inside one transaction on `c`.
+  Status ApplyOnce(PgConnection* c, const std::string& account, const std::string& table,
+                   const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error,
+                   bool* retry);
+  // Runs `body` in BEGIN ... COMMIT on a pooled connection, again (up to
+  // max_retries) when the database gave the transaction up.
+  template <typename Body>
+  Status Transaction(Body&& body);
+  // Server time for the next write on this node: strictly above every
+  // timestamp this node handed out before.
+  int64_t NextTimestamp();
+
+  struct Pending;
+  struct Lane;
+  void LaneLoop(Lane* lane);
+
+  void WakeReaper();
+  void ReaperLoop();
+  // Reaps every dropped table (this node's and others'), chunk by chunk;
+  // with advisory locks only if no other node is reaping.
+  Status ReapAll();
+
+  // Counts a call that reached the database, and its latency.
+  class Timed;
+
+  const PostgresStoreOptions options_;
+  // options_.advisory_locks, unless the database has none (set by Init).
+  bool advisory_locks_ = false;
+  PgPool pool_;
+  std::atomic<int64_t> last_timestamp_{0};
+  std::atomic<uint64_t> operations_{0}, operation_micros_{0}, retries_{0};
+
+  std::vector<std::unique_ptr<Lane>> lanes_;
+
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  bool reap_pending_ = false;  // guarded by reap_mu_
+  bool stopping_ = false;      // guarded by reap_mu_
+  std::thread reaper_;
+};
+
+}  // namespace cerulean::storage

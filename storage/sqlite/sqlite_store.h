@@ -1,0 +1,439 @@
+// SqliteStore: the Store backed by one SQLite database (a file in WAL mode, or
+// a private in-memory database). Schema, encodings and the reaping of deleted
+// tables are described in storage/README.md.
+// Thread-safety: every method may be called concurrently from any thread
+// (as Store requires). Writes are serialized on one writer connection; file
+// stores read through a pool of reader connections that run concurrently
+// with the writer; in-memory stores serve everything from one connection
+// under a mutex. A background reaper thread, owned by the store, deletes the
+// rows of dropped tables; the destructor stops and joins it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/store.h"
+#include "storage/sqlite/wal_checkpoint.h"
+
+struct sqlite3;
+struct sqlite3_file;
+
+namespace cerulean::storage {
+
+struct SqliteStoreOptions {
+  // Database file; its directory is created if missing. Ignored when
+  // `in_memory` is set.
+  std::string path;
+  // A private database that lives as long as the store.
+  bool in_memory = false;
+  // In memory: the most the database may grow to (SQLite's memdb VFS holds
+  // it in one buffer, which SQLite allocates below 2 GiB, the cap). Writes
+  // past it fail with kIOError (SQLITE_FULL) and change nothing.
+  int64_t memory_limit_bytes = int64_t{0x7fff0000};
+  // Reader connections of a file store (at least 1). Unused in memory.
+  size_t reader_pool_size = 8;
+  // Further readers kept for point reads (GetEntityRow) and short pages, each
+  // with a page cache of `point_reader_cache_bytes` instead of SQLite's
+  // default 2 MiB. GetEntityRow takes an idle one, else a pooled reader. A
+  // cache holds only pages read, so the memory they may hold is bounded by
+  // count x cache, and by the database's size below that. Unused in memory.
+  // Pages a connection's own cache misses come mostly from the shared page
+  // cache below (a copy, not a pread), and that cache is emptied whenever
+  // another connection commits, so 4 MiB (a large table's interior pages)
+  // is enough; a larger one costs more to empty beside writes
+  // (SIDE_WRITES=100 PROFILER=none scripts/profile.sh point100k 10 16).
+  size_t point_reader_count = 2;
+  int64_t point_reader_cache_bytes = int64_t{4} << 20;
+  // The database file's pages, kept for every connection (storage/
+  // page_cache.h, through the VFS shim): what a connection's own cache loses
+  // whenever another connection commits. 0: none. Unused in memory.
+  int64_t shared_page_cache_bytes = int64_t{32} << 20;
+  // The writer connection's page cache (file stores; SQLite's default is
+  // 2 MiB). A write reads the B-tree pages it changes; those the cache does
+  // not hold come through a pread from the WAL or the database file. A bulk
+  // load of 100-entity batches at 100 places of one large partition cycles
+  // through more leaves than 2 MiB holds, and re-read nearly every page it
+  // changed (2.8 read calls per entity; 1.0 with 16 MiB, the rest the
+  // checkpointer's; 32 MiB does no better). Upserts at c16 make 0.20 read
+  // calls each instead of 0.55 (`PROFILER=none scripts/profile.sh upsert`
+  // prints read calls per request). The cache holds only pages read, so at
+  // most this many bytes. Unused in memory (the pages are in memdb's buffer
+  // already).
+  int64_t writer_cache_bytes = int64_t{16} << 20;
+  // After this long with no write the writer's page cache is emptied and
+  // the freed memory handed back to the system (glibc's malloc_trim), so a
+  // bulk load's pages do not stay resident beside the point readers' caches
+  // (kept, they add about a quarter to the server's peak resident memory).
+  // Zero keeps the cache.
+  std::chrono::milliseconds writer_cache_idle_release{1000};
+  // After a checkpoint pass that left frames behind (committed during it),
+  // how long the checkpointer waits for a commit to ask for the next pass
+  // before it copies them anyway (CheckpointLoop).
+  std::chrono::milliseconds checkpoint_idle_pass_after{10};
+  // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
+  // with pread. Off by default: mapped pages count in the process's resident
+  // memory, which then grows with the data. Unused in memory.
+  int64_t reader_mmap_bytes = 0;
+  // How long a connection waits on a lock held by another connection before
+  // giving up with kBusy.
+  std::chrono::milliseconds busy_timeout{5000};
+  // Rows of a dropped table deleted per reaper transaction: small enough
+  // that a write arriving meanwhile waits only briefly for the writer
+  // connection (2,000 rows of ~400 bytes hold it ~8 ms).
+  size_t reap_chunk_rows = 500;
+  // How long the reaper waits after a table is dropped before it starts.
+  // The thread that committed the drop still has to answer it; a reaper
+  // starting at once competes with that answer for the CPU (on one core a
+  // Delete Table is answered ~1.4 ms later).
+  std::chrono::milliseconds reap_delay{50};
+  // Run the reaper thread. Tests turn it off to observe orphaned rows (and
+  // reap with ReapNowForTesting()).
+  bool background_reaping = true;
+  // Durability of an acknowledged write. true: no write is acknowledged
+  // before the WAL holding its commit has been synced (by the store itself,
+  // the writer running synchronous=NORMAL; see storage/README.md,
+  // Durability), so it survives power loss as well as kill -9. false: sync
+  // only at checkpoints; a commit is in the OS, which survives kill -9 of
+  // the process but not a power loss. Unused in memory.
+  bool fsync_commits = true;
+  // Hold the database file for this process alone (SQLite's unix-excl VFS):
+  // the WAL index lives in the heap instead of a shared -shm mapping, so a
+  // read transaction takes no file locks (two fcntl calls per point read
+  // otherwise, visible with PROFILER=strace scripts/profile.sh point). Another
+  // process (a second server, `cerulean export`) cannot open the database
+  // while this store is open: Open fails with kBusy. Ignored when `vfs` is
+  // set.
+  bool exclusive_process = true;
+  // Name of a registered sqlite3_vfs to open the file with; empty for
+  // SQLite's default. The seam through which tests observe or inject I/O.
+  // Either way the store opens its files through the WAL write-gathering
+  // shim (wal_vfs.h) on top of it, so this VFS sees each WAL transaction
+  // as a few large writes.
+  std::string vfs;
+};
+
+// Cumulative work done by a store's statements on all its connections, the
+// reaper's included. Counts, not timings, so tests can assert that an
+// operation's cost does not depend on the data size.
+struct SqliteStoreStats {
+  uint64_t statements_prepared = 0;  // prepared-statement cache misses
+  uint64_t statements_run = 0;       // statement executions
+  uint64_t vm_steps = 0;             // SQLite VM instructions (SQLITE_STMTSTATUS_VM_STEP)
+  // File stores (wal_checkpoint.h): checkpoints made by the checkpointer
+  // thread (of which, once writes had stopped: checkpoints_idle) and by the
+  // writer connection, and WAL rewinds.
+  uint64_t checkpoints_background = 0;
+  uint64_t checkpoints_idle = 0;
+  uint64_t checkpoints_writer = 0;
+  uint64_t wal_rewinds = 0;
+  // SqliteStoreOptions::writer_cache_idle_release: how often the writer's
+  // idle page cache was emptied, and the bytes it held then, in all.
+  uint64_t writer_cache_releases = 0;
+  uint64_t writer_cache_bytes_released = 0;
+  // File stores: reader connections open (general and point readers),
+  // opened as reads needed them.
+  uint64_t readers_open = 0;
+  uint64_t point_readers_open = 0;
+};
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) the database described by `options`, brings
+  // its schema to the current version and starts the reaper, which resumes
+  // reclaiming tables dropped before a restart.
+  static Result<std::unique_ptr<SqliteStore>> Open(const SqliteStoreOptions& options);
+
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  Status CreateTable(const std::string& account, const std::string& table) override;
+  Status DeleteTable(const std::string& account, const std::string& table) override;
+  Result<std::string> GetTable(const std::string& account, const std::string& table) override;
+  Status ScanTables(const std::string& account, const std::string& start,
+                    const std::function<bool(const std::string&)>& visit) override;
+
+  // GetTableAcl returns "" for a table whose ACL was never set;
+  // GetServiceProperties returns "" for an account whose properties were
+  // never set (the caller supplies defaults).
+  Result<std::string> GetTableAcl(const std::string& account, const std::string& table) override;
+  Status SetTableAcl(const std::string& account, const std::string& table,
+                     const std::string& acl) override;
+  Result<std::string> GetServiceProperties(const std::string& account) override;
+  Status SetServiceProperties(const std::string& account, const std::string& props) override;
+
+  Status GetEntityRow(const std::string& account, const std::string& table,
+                      const std::string& partition_key, const std::string& row_key,
+                      const RowVisitor& visit) override;
+  // The predicate and the visitor run while a connection is held: they must
+  // not call back into the store.
+  Status ScanRows(const std::string& account, const std::string& table, const ScanRequest& request,
+                  const RowVisitor& visit, std::optional<EntityKey>* next) override;
+  using Store::Scan;
+  // Besides the Store statuses: kInvalidArgument ("InvalidKey") for a key
+  // holding a 0xFE or 0xFF byte (never valid UTF-8). A failure of the final
+  // commit reports index 0.
+  Status Apply(const std::string& account, const std::string& table,
+               const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) override;
+  void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
+                  ApplyCallback done) override;
+  void Flush() override;
+
+  Status ResetAccount(const std::string& account) override;
+  Status SaveSnapshot(const std::string& account, const std::string& name,
+                      SnapshotInfo* info) override;
+  Status RestoreSnapshot(const std::string& account, const std::string& name,
+                         RestoreStats* stats) override;
+  Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) override;
+  Status DeleteSnapshot(const std::string& account, const std::string& name) override;
+  bool Healthy() override;
+  Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
+  std::optional<uint64_t> WriteEpoch() const override;
+
+  // Work counters so far. Thread-safe; each counter is read atomically, the
+  // three together are not a snapshot.
+  SqliteStoreStats GetStats() const;
+
+  // Introspection for tests: entity rows stored (live or awaiting reaping),
+  // and dropped tables whose rows are not yet fully reclaimed.
+  Result<uint64_t> CountEntityRowsForTesting();
+  Result<uint64_t> CountPendingReapsForTesting();
+  // Reclaims every dropped table now, on the calling thread, in the same
+  // chunked transactions the reaper uses.
+  Status ReapNowForTesting();
+
+ private:
+  struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
+  class ReadLease;    // a connection borrowed for reading
+  struct TableChanges;  // writes to one table (table_changes_)
+
+  explicit SqliteStore(const SqliteStoreOptions& options);
+  Status Init();
+  Status InitMemdb();  // the in-memory database's settings (Init)
+  // Opens a read-only connection of the file store with a page cache of
+  // `cache_bytes` (0 keeps SQLite's 2 MiB).
+  Status OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out);
+
+  // How a write transaction's commit reaches the disk.
+  enum class Sync {
+    kDurable,  // per SqliteStoreOptions::fsync_commits
+    kLazy,     // never fsync'ed by its own commit (work that can be redone)
+  };
+
+  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT on the writer connection;
+  // rolls back iff `body` or the commit fails.
+  template <typename Body>
+  Status WriteTransaction(Body&& body, Sync sync = Sync::kDurable);
+
+  // One Apply waiting in the group-commit queue.
+  struct PendingApply;
+  // Applies the ops of `p` inside the open write transaction: checks every
+  // op first, then writes them all. On a refusal nothing was written and
+  // p->failed is the failing op's index; *wrote says whether writing began
+  // (a failure after that is SQLite's, and the transaction must be
+  // abandoned). `table_id` remembers the last table the group looked up
+  // (id 0: none yet), valid for the group's transaction: no Apply creates or
+  // drops a table. REQUIRES: writer_mu_ held.
+  struct GroupTableId {
+    std::string account, table;
+    int64_t id = 0;
+  };
+  Status ApplyOps(Connection* w, PendingApply* p, GroupTableId* table_id, bool* wrote);
+  // Commits the Applies of `group` in one transaction (one fsync); a
+  // refused Apply writes nothing, so the others commit.
+  void CommitGroup(const std::vector<PendingApply*>& group);
+  // Queues `p` for the committer.
+  void Enqueue(std::unique_ptr<PendingApply> p);
+  // True iff writes wait in the group-commit queue.
+  bool GroupQueued();
+  // The committer thread: takes what is queued (up to kMaxGroup Applies),
+  // commits it as one group, hands it to the syncer (or runs the
+  // callbacks), repeats.
+  void CommitLoop();
+  // Empties the writer's page cache (SqliteStoreOptions::
+  // writer_cache_idle_release). Takes writer_mu_.
+  void ReleaseWriterCache();
+  // Tells the committer that the writer connection was used outside its
+  // groups (WriteTransaction: tables, the reaper), so that its cache is
+  // emptied once idle too. Takes group_mu_.
+  void WriterCacheUsed();
+  // The syncer thread (durable file stores): makes the WAL durable for
+  // every group committed so far with one sync, then runs their callbacks,
+  // while the committer already builds the next group. See storage/README.md.
+  void SyncLoop();
+  // Syncs the WAL through SQLite's VFS (xSync of the writer's WAL file).
+  // Safe beside the writer appending to it once one sync has succeeded;
+  // REQUIRES before that: writer_mu_ held (SyncWalFromSyncer).
+  Status SyncWal();
+  // SyncWal from the syncer thread, holding writer_mu_ until a sync has
+  // succeeded.
+  Status SyncWalFromSyncer();
+  // Runs the callbacks of `group` in order.
+  static void RunCallbacks(std::vector<std::unique_ptr<PendingApply>>& group);
+
+  // Background WAL checkpoints (file stores): the writer's commits only
+  // append to the WAL; this thread copies it back into the database with
+  // PASSIVE checkpoints (never blocking readers or the writer) once it has
+  // grown past a trigger (wal_checkpoint.h), so few requests wait for one.
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  void CheckpointLoop();
+
+  void WakeReaper();
+  void ReaperLoop();
+  // Deletes one chunk of a dropped table's rows. Sets *more iff work may
+  // remain.
+  Status ReapChunk(bool* more);
+
+  // On a clean close: marks the snapshot tables whose live table is still
+  // exactly as recorded (write count unchanged in this incarnation) with
+  // live_incarnation -1, which the next Open adopts. A lost mark (crash)
+  // only makes the next restore re-copy; a mark is written after every
+  // write of the incarnation, so it is never durable while one of them is
+  // not.
+  void CarryWriteCounts();
+  // The writes counted for `table_id`. REQUIRES: writer_mu_ held.
+  uint64_t TableWrites(int64_t table_id) const;
+  // Logs the key (encoded) written by write number changes->writes.
+  static void LogKey(TableChanges* changes, std::string_view pk, std::string_view rk);
+  // Restores one snapshot table (`snapshot_id`, `ord`: `entities` rows) whose
+  // rows were saved from or restored into the live table `live_id` at its
+  // write count `live_writes`: nothing to do if it was not written since
+  // (tables_kept); if every key written since is logged and they are few,
+  // puts those rows back as saved and records the count (tables_patched);
+  // else sets *done false, and the caller copies the table whole.
+  // REQUIRES: writer_mu_ held, inside the restore's transaction.
+  Status PatchTable(Connection* w, int64_t snapshot_id, int64_t ord, int64_t live_id,
+                    int64_t live_writes, int64_t entities, RestoreStats* stats, bool* done);
+  // Sets log_keys_ from whether any snapshot exists, on the writer
+  // connection `w` in its open transaction. REQUIRES: writer_mu_ held.
+  Status UpdateKeyLogging(Connection* w);
+
+  // Server time for the next write: strictly above every timestamp this
+  // store handed out before. REQUIRES: writer_mu_ held.
+  int64_t NextTimestamp();
+
+  const SqliteStoreOptions options_;
+
+  // Work counters (SqliteStoreStats), updated by every connection.
+  std::atomic<uint64_t> statements_prepared_{0};
+  std::atomic<uint64_t> statements_run_{0};
+  std::atomic<uint64_t> vm_steps_{0};
+
+  // The writer connection; in memory also the only connection.
+  std::mutex writer_mu_;
+  std::unique_ptr<Connection> writer_;  // guarded by writer_mu_
+  // Requests waiting for writer_mu_: the reaper starts no chunk while any
+  // are (std::mutex is not fair, so it could otherwise take the connection
+  // back chunk after chunk).
+  std::atomic<int> writers_waiting_{0};
+  int64_t last_timestamp_ = 0;  // guarded by writer_mu_
+  // Snapshots: per table id, the Applies that wrote to it since the store
+  // opened (absent: none), and while any snapshot exists the keys they
+  // wrote, so that a restore can tell which tables are still exactly as
+  // saved and which rows of the others changed (storage/README.md,
+  // "Snapshots").
+  struct TableChanges {
+    uint64_t writes = 0;
+    // The keys (encoded) of the writes numbered above `logged_from`, each
+    // with its write's number, oldest first. Bounded by kMaxLoggedKeys and
+    // kMaxLoggedKeyBytes (keys may be 1 KiB each): the older half is then
+    // dropped and logged_from raised.
+    uint64_t logged_from = 0;
+    struct Key {
+      uint64_t write;
+      std::string pk, rk;
+    };
+    std::vector<Key> keys;
+    size_t key_bytes = 0;  // of `keys`' pk and rk
+  };
+  static constexpr size_t kMaxLoggedKeys = 16384;
+  static constexpr size_t kMaxLoggedKeyBytes = size_t{4} << 20;
+  std::unordered_map<int64_t, TableChanges> table_changes_;  // guarded by writer_mu_
+  // Some snapshot exists: writes log their keys. Guarded by writer_mu_.
+  bool log_keys_ = false;
+  // A random number per Open: write counts are those of one incarnation.
+  const uint64_t incarnation_;
+  // WriteEpoch(): bumped after each write transaction of the writer
+  // connection ends (committed or not), never before its commit returned.
+  std::atomic<uint64_t> write_epoch_{0};
+
+  // Group commit: Applies queue here; the committer thread commits
+  // everything queued so far in one transaction while the next ones queue
+  // up behind it.
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::vector<std::unique_ptr<PendingApply>> group_queue_;  // guarded by group_mu_
+  bool group_stopping_ = false;                             // guarded by group_mu_
+  // The writer connection was used (by the committer or a
+  // WriteTransaction) since its cache was last emptied.
+  bool writer_cache_warm_ = false;  // guarded by group_mu_
+  std::atomic<uint64_t> writer_cache_releases_{0};
+  std::atomic<uint64_t> writer_cache_bytes_released_{0};
+  std::thread committer_;
+
+  // Pipelined durability: the writer connection runs synchronous=NORMAL (a
+  // commit only appends to the WAL) and acknowledgements wait for SyncWal.
+  bool sync_pipeline_ = false;           // set by Init
+  sqlite3_file* wal_file_ = nullptr;     // the writer's WAL file, set by Init
+  std::atomic<bool> wal_synced_{false};  // a SyncWal has succeeded
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_
+  bool sync_stopping_ = false;                             // guarded by sync_mu_
+  std::thread syncer_;
+
+  // Idle reader connections of a file store. Init opens one; ReadLease
+  // opens the others (up to reader_pool_size, and point_reader_count point
+  // readers) when a read finds none idle, so that start-up opens only what
+  // the first reads need.
+  mutable std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+  // Idle point readers (SqliteStoreOptions::point_reader_count).
+  std::vector<std::unique_ptr<Connection>> idle_point_readers_;  // guarded by readers_mu_
+  size_t readers_opened_ = 0;        // guarded by readers_mu_; counts openings under way
+  size_t point_readers_opened_ = 0;  // guarded by readers_mu_; likewise
+  // An opening failed: no more are tried (reads share those open).
+  bool reader_open_failed_ = false;  // guarded by readers_mu_
+
+  // Checkpointer state.
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_pending_ = false;   // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;  // guarded by checkpoint_mu_
+  // The WAL generation the pending pass was asked for; the state the
+  // planner reads (busy: pending or running).
+  int64_t checkpoint_generation_ = 0;     // guarded by checkpoint_mu_
+  bool checkpoint_running_ = false;       // guarded by checkpoint_mu_
+  BackgroundCheckpoint checkpoint_last_;  // guarded by checkpoint_mu_ (busy unused)
+  // The WAL as the latest commit left it, for the checkpointer's pass once
+  // writes stop (CheckpointLoop).
+  int checkpoint_wal_pages_ = 0;           // guarded by checkpoint_mu_
+  int64_t checkpoint_wal_generation_ = 0;  // guarded by checkpoint_mu_
+  uint64_t checkpoint_commits_ = 0;        // guarded by checkpoint_mu_
+  // Used by OnWalCommit only, i.e. by whoever holds the writer connection.
+  WalCheckpointPlanner wal_planner_;
+  std::atomic<uint64_t> checkpoints_background_{0};
+  std::atomic<uint64_t> checkpoints_idle_{0};
+  std::atomic<uint64_t> checkpoints_writer_{0};
+  std::atomic<uint64_t> wal_rewinds_{0};
+  std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
+  std::thread checkpointer_;
+
+  // Reaper state.
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  bool reap_pending_ = false;  // guarded by reap_mu_
+  bool stopping_ = false;      // guarded by reap_mu_
+  std::thread reaper_;
+};
+
+}  // namespace cerulean::storage
