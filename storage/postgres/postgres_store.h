@@ -100,8 +100,10 @@ class PostgresStore final : public Store {
   // bytes: the size of the store's tables and indexes (0 where the database
   // has no pg_total_relation_size).
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
-  // Snapshots are a feature of the embedded store (SqliteStore): each of
-  // these answers kNotSupported.
+  // Snapshots are kept in the database, so every node sees them. A save or
+  // restore locks the account's tables against writers until it commits; a
+  // restore compares each table that is still the one saved (or last
+  // restored) with the saved rows and writes only what differs.
   Status SaveSnapshot(const std::string& account, const std::string& name,
                       SnapshotInfo* info) override;
   Status RestoreSnapshot(const std::string& account, const std::string& name,

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -240,16 +241,166 @@ TEST_CASE("postgres: lost connections are replaced; an unreachable database is k
   CHECK(unreachable.status().code() == StatusCode::kBusy);
 }
 
-TEST_CASE("postgres: snapshots answer kNotSupported") {
-  test::PgTestStore store = test::OpenPgTestStore();
-  if (!store) return;
+// An account as restores must bring it back: per table (name as created)
+// its ACL and every entity (timestamps included); the service properties.
+struct AccountState {
+  std::string props;
+  std::map<std::string, std::pair<std::string, std::vector<Entity>>> tables;
+  bool operator==(const AccountState&) const = default;
+};
+
+AccountState StateOf(Store& store, const std::string& account) {
+  AccountState state;
+  state.props = store.GetServiceProperties(account).value();
+  std::vector<std::string> names;
+  REQUIRE(store
+              .ScanTables(account, "",
+                          [&](const std::string& t) {
+                            names.push_back(t);
+                            return true;
+                          })
+              .ok());
+  for (const auto& t : names) {
+    ScanRequest all;
+    all.limit = SIZE_MAX;
+    ScanResult r;
+    REQUIRE(store.Scan(account, t, all, &r).ok());
+    state.tables[t] = {store.GetTableAcl(account, t).value(), std::move(r.entities)};
+  }
+  return state;
+}
+
+TEST_CASE("postgres: a snapshot saved by one store is restored by another, atomically") {
+  test::PgTestStore a = test::OpenPgTestStore();
+  if (!a) return;
+  test::PgTestStore b = test::OpenPgTestStore({}, a.get_deleter().schema);
+  const Property v{"v", Value::String("a")};
+  REQUIRE(a->CreateTable("acct", "Orders").ok());
+  REQUIRE(a->CreateTable("acct", "kept").ok());
+  REQUIRE(a->CreateTable("other", "Orders").ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 50; ++i) ops.push_back(Insert("p" + std::to_string(i % 3), std::to_string(i), {v}));
+  for (size_t i = 0; i < ops.size(); i += 10) {
+    std::vector<WriteOp> chunk(ops.begin() + static_cast<ptrdiff_t>(i),
+                               ops.begin() + static_cast<ptrdiff_t>(i + 10));
+    REQUIRE(a->Apply("acct", "Orders", chunk, nullptr, nullptr).ok());
+  }
+  REQUIRE(a->Apply("acct", "kept", {Insert("k", "1")}, nullptr, nullptr).ok());
+  REQUIRE(a->SetTableAcl("acct", "Orders", "<acl>1</acl>").ok());
+  REQUIRE(a->SetServiceProperties("acct", "<props>1</props>").ok());
+  const AccountState before = StateOf(*a, "acct");
+  const AccountState other = StateOf(*a, "other");
+
   SnapshotInfo info;
-  CHECK(store->SaveSnapshot("acct", "s", &info).code() == StatusCode::kNotSupported);
+  REQUIRE(a->SaveSnapshot("acct", "fixture", &info).ok());
+  CHECK(info.name == "fixture");
+  CHECK(info.tables == 2);
+  CHECK(info.entities == 51);
+
+  // Changes from both stores.
+  const Property changed{"v", Value::String("changed")};
+  REQUIRE(b->Apply("acct", "Orders", {Op(WriteKind::kInsertOrReplace, "p0", "0", {changed})},
+                   nullptr, nullptr)
+              .ok());
+  REQUIRE(a->Apply("acct", "Orders", {Op(WriteKind::kDelete, "p1", "1", {})}, nullptr, nullptr).ok());
+  REQUIRE(b->Apply("acct", "Orders", {Insert("new", "1")}, nullptr, nullptr).ok());
+  REQUIRE(b->DeleteTable("acct", "kept").ok());
+  REQUIRE(a->CreateTable("acct", "Extra").ok());
+  REQUIRE(a->SetTableAcl("acct", "Orders", "<acl>2</acl>").ok());
+  REQUIRE(b->SetServiceProperties("acct", "<props>2</props>").ok());
+  REQUIRE(!(StateOf(*a, "acct") == before));
+
   RestoreStats stats;
-  CHECK(store->RestoreSnapshot("acct", "s", &stats).code() == StatusCode::kNotSupported);
+  REQUIRE(b->RestoreSnapshot("acct", "fixture", &stats).ok());
+  CHECK(StateOf(*a, "acct") == before);
+  CHECK(StateOf(*b, "acct") == before);
+  CHECK(StateOf(*a, "other") == other);
+  CHECK(stats.tables_copied == 1);    // "kept", dropped since
+  CHECK(stats.tables_patched == 1);   // "Orders"
+  CHECK(stats.tables_kept == 0);
+  CHECK(stats.entities_copied == 3);  // kept/1, Orders p0/0 and p1/1
+
+  // Nothing written since: nothing copied.
+  REQUIRE(a->RestoreSnapshot("acct", "fixture", &stats).ok());
+  CHECK(stats.tables_kept == 2);
+  CHECK(stats.tables_patched + stats.tables_copied + stats.entities_copied == 0);
+
+  // Writes after a restore get timestamps above the restored ones.
+  REQUIRE(a->Apply("acct", "Orders", {Op(WriteKind::kMerge, "p0", "0", {changed})}, nullptr,
+                   nullptr)
+              .ok());
+  auto after = b->GetEntity("acct", "Orders", "p0", "0");
+  REQUIRE(after.ok());
+  CHECK(after->timestamp > before.tables.at("Orders").second.front().timestamp);
+
+  // Writers wait for a restore: each sees the table before or after it,
+  // never part of it.
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      Status s = b->Apply("acct", "Orders", {Insert("w", std::to_string(i))}, nullptr, nullptr);
+      if (s.ok()) ++writes;
+    }
+  });
+  for (int round = 0; round < 5; ++round) {
+    REQUIRE(a->RestoreSnapshot("acct", "fixture", &stats).ok());
+  }
+  stop = true;
+  writer.join();
+  CHECK(writes > 0);
+  REQUIRE(a->RestoreSnapshot("acct", "fixture", &stats).ok());
+  CHECK(StateOf(*b, "acct") == before);
+}
+
+TEST_CASE("postgres: snapshots listed, replaced, deleted (rows reaped), kept by reset") {
+  PostgresStoreOptions options;
+  options.background_reaping = false;
+  test::PgTestStore store = test::OpenPgTestStore(options);
+  if (!store) return;
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "1")}, nullptr, nullptr).ok());
+  REQUIRE(store->SaveSnapshot("acct", "two", nullptr).ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "2")}, nullptr, nullptr).ok());
+  REQUIRE(store->SaveSnapshot("acct", "one", nullptr).ok());
+  REQUIRE(store->SaveSnapshot("acct", "two", nullptr).ok());  // replaced: now 2 rows
+  REQUIRE(store->SaveSnapshot("acct", "B", nullptr).ok());
+
   std::vector<SnapshotInfo> list;
-  CHECK(store->ListSnapshots("acct", &list).code() == StatusCode::kNotSupported);
-  CHECK(store->DeleteSnapshot("acct", "s").code() == StatusCode::kNotSupported);
+  REQUIRE(store->ListSnapshots("acct", &list).ok());
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].name == "B");  // bytewise order, whatever the collation
+  CHECK(list[1].name == "one");
+  CHECK(list[2].name == "two");
+  CHECK(list[2].entities == 2);
+  CHECK(list[2].tables == 1);
+  CHECK(list[2].created > 0);
+  REQUIRE(store->ListSnapshots("nobody", &list).ok());
+  CHECK(list.empty());
+
+  CHECK(store->RestoreSnapshot("acct", "three", nullptr).code() == StatusCode::kNotFound);
+  CHECK(store->RestoreSnapshot("nobody", "one", nullptr).code() == StatusCode::kNotFound);
+  CHECK(store->DeleteSnapshot("acct", "three").code() == StatusCode::kNotFound);
+  REQUIRE(store->DeleteSnapshot("acct", "one").ok());
+  REQUIRE(store->DeleteSnapshot("acct", "B").ok());
+  REQUIRE(store->ListSnapshots("acct", &list).ok());
+  REQUIRE(list.size() == 1);
+  // Live rows, and the saved rows of "two": the others' are reaped.
+  REQUIRE(store->ReapNowForTesting().ok());
+  CHECK(store->CountEntityRowsForTesting().value() == 4);
+  CHECK(store->CountPendingReapsForTesting().value() == 0);
+
+  // An account with no tables and no properties restores to empty.
+  REQUIRE(store->SaveSnapshot("empty", "blank", nullptr).ok());
+  REQUIRE(store->CreateTable("empty", "x").ok());
+  REQUIRE(store->SetServiceProperties("empty", "<p/>").ok());
+  REQUIRE(store->RestoreSnapshot("empty", "blank", nullptr).ok());
+  CHECK(StateOf(*store, "empty") == AccountState{});
+
+  // ResetAccount leaves snapshots.
+  REQUIRE(store->ResetAccount("acct").ok());
+  REQUIRE(store->RestoreSnapshot("acct", "two", nullptr).ok());
+  CHECK(store->GetEntity("acct", "t", "p", "2").ok());
 }
 
 }  // namespace
