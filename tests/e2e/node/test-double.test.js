@@ -225,22 +225,10 @@ async function accountState(s = server) {
   return state;
 }
 
-// With CERULEAN_E2E_DATABASE the servers serve from PostgreSQL, whose store
-// keeps no snapshots: there the endpoints answer 501 NotImplemented.
-const onPostgres = Boolean(process.env.CERULEAN_E2E_DATABASE);
-
-test('snapshots on the PostgreSQL backend answer 501 NotImplemented', { skip: !onPostgres && 'SQLite store' }, async () => {
-  for (const [method, target] of [
-    ['PUT', `/_snapshots/${server.account}/s`],
-    ['POST', `/_snapshots/${server.account}/s/restore`],
-    ['GET', `/_snapshots/${server.account}`],
-    ['DELETE', `/_snapshots/${server.account}/s`],
-  ]) {
-    assertError(await admin(method, target), 501, 'NotImplemented');
-  }
-});
-
-describe('snapshots', { skip: onPostgres && 'PostgreSQL backend: snapshots are a feature of the embedded store' }, () => {
+// With CERULEAN_E2E_DATABASE each server gets a fresh PostgreSQL database
+// (the on-disk test below keeps the SQLite store: it names a --location);
+// multinode.test.js covers snapshots across nodes.
+describe('snapshots', () => {
   test('save, change everything, restore: every table, entity, ETag, Timestamp, ACL and property is back', async () => {
     const s = await startServer();
     try {
@@ -346,7 +334,7 @@ describe('snapshots', { skip: onPostgres && 'PostgreSQL backend: snapshots are a
 });
 
 // Restores do the work of what was written: a row, or a dropped table.
-test('restore puts back only the rows written since the save, and copies only dropped tables', { skip: onPostgres && 'PostgreSQL backend: no snapshots' }, async () => {
+test('restore puts back only the rows written since the save, and copies only dropped tables', async () => {
   const s = await startServer();
   try {
     const names = ['big1', 'big2', 'touched'];

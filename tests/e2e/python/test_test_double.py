@@ -1,6 +1,5 @@
 """Injected faults met by azure.data.tables' own retry policy, and snapshots."""
 
-import os
 import unittest
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ServiceResponseError
@@ -73,8 +72,6 @@ class FaultTest(ServerTestCase):
         self.assertEqual(table.get_entity("p", "s")["v"], "second")
 
 
-@unittest.skipIf(os.environ.get("CERULEAN_E2E_DATABASE"),
-                 "PostgreSQL backend: snapshots are a feature of the embedded store")
 class SnapshotTest(ServerTestCase):
 
     def state(self):
