@@ -17,6 +17,7 @@ readonly APT_PACKAGES=(
   python3-azure
   clang libclang-rt-14-dev ccache
   libpq-dev  # the PostgreSQL backend (postgresql itself: scripts/pg-test-cluster.sh)
+  haproxy  # tests/e2e/python/test_compose.py runs docker/haproxy.cfg
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }

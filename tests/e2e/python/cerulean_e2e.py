@@ -50,15 +50,17 @@ def server_binary():
 class CeruleanServer:
     """One server process on a free loopback port, in memory, without access log."""
 
-    def __init__(self, extra_args=(), start_timeout=30):
+    def __init__(self, extra_args=(), start_timeout=30, database=None):
         self.binary = server_binary()
         if not os.access(self.binary, os.X_OK):
             raise RuntimeError("server binary not found: %s (set CERULEAN_BIN)" % self.binary)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         # CERULEAN_E2E_DATABASE (a PostgreSQL URL): serve from a fresh database of that
-        # cluster instead of memory (the PostgreSQL backend; dropped by stop()).
-        self.database = fresh_database()
-        store = ["--database", self.database[0]] if self.database else ["--inMemoryPersistence"]
+        # cluster instead of memory (the PostgreSQL backend; dropped by stop()). `database`
+        # (a URL): serve from that one, which stop() leaves (nodes sharing a database).
+        self.database = None if database else fresh_database()
+        url = database or (self.database[0] if self.database else None)
+        store = ["--database", url] if url else ["--inMemoryPersistence"]
         args = [self.binary, "--tableHost", "127.0.0.1", "--tablePort", "0",
                 *store, "--silent", *extra_args]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
