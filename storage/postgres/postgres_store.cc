@@ -630,13 +630,13 @@ struct LiveTable {
 // transaction ends: writers (Apply reads the row FOR SHARE), Delete Table
 // and reset wait, so every statement after this sees the tables' rows as
 // they are now, and other nodes see the transaction's changes all at once.
-Status LockAccountTables(PgConnection* c, const std::string& account,
-                         std::vector<LiveTable>* out, std::string* sqlstate) {
+Status LockAccountTables(PgConnection* c, const std::string& account, std::vector<LiveTable>* out,
+                         std::string* sqlstate) {
   out->clear();
   PgResult r;
-  Status s = c->Exec(
-      "SELECT id, name, acl FROM cerulean_tables WHERE account = $1 ORDER BY id FOR UPDATE",
-      PgParams().Text(account), &r, sqlstate);
+  Status s =
+      c->Exec("SELECT id, name, acl FROM cerulean_tables WHERE account = $1 ORDER BY id FOR UPDATE",
+              PgParams().Text(account), &r, sqlstate);
   if (!s.ok()) return s;
   for (int i = 0; i < r.rows(); ++i) {
     out->push_back({r.Int64(i, 0), std::string(r.View(i, 1)), std::string(r.View(i, 2))});
@@ -653,8 +653,7 @@ Status NextTableId(PgConnection* c, int64_t* id, std::string* sqlstate) {
 }
 
 // Copies every row of table `from` into table `to`; *rows: how many.
-Status CopyRows(PgConnection* c, int64_t from, int64_t to, int64_t* rows,
-                std::string* sqlstate) {
+Status CopyRows(PgConnection* c, int64_t from, int64_t to, int64_t* rows, std::string* sqlstate) {
   PgResult r;
   Status s = c->Exec(
       "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) SELECT $1, pk, rk, ts, props "

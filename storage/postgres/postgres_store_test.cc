@@ -241,6 +241,43 @@ TEST_CASE("postgres: lost connections are replaced; an unreachable database is k
   CHECK(unreachable.status().code() == StatusCode::kBusy);
 }
 
+TEST_CASE("postgres: Delete Table and reset leave the rows to the reaper, one node at a time") {
+  PostgresStoreOptions options;
+  options.background_reaping = false;
+  options.reap_chunk_rows = 100;
+  test::PgTestStore a = test::OpenPgTestStore(options);
+  if (!a) return;
+  test::PgTestStore b = test::OpenPgTestStore(options, a.get_deleter().schema);
+  for (const char* table : {"big", "other"}) {
+    REQUIRE(a->CreateTable("acct", table).ok());
+    for (int p = 0; p < 10; ++p) {
+      std::vector<WriteOp> ops;
+      for (int r = 0; r < 100; ++r)
+        ops.push_back(Insert("p" + std::to_string(p), std::to_string(r)));
+      REQUIRE(a->Apply("acct", table, ops, nullptr, nullptr).ok());
+    }
+  }
+  // The calls return with every row still there: none was visited.
+  REQUIRE(a->DeleteTable("acct", "big").ok());
+  REQUIRE(b->ResetAccount("acct").ok());
+  CHECK(a->CountEntityRowsForTesting().value() == 2000);
+  CHECK(a->CountPendingReapsForTesting().value() == 2);
+
+  // While another node reaps (holds the reaper's advisory lock,
+  // kReaperLockKey in postgres_store.cc), a node's pass leaves the work to it.
+  std::unique_ptr<PgConnection> other;
+  REQUIRE(PgConnection::Open(test::PgTestUrl(), a.get_deleter().schema, &other).ok());
+  PgResult r;
+  REQUIRE(other->Exec("SELECT pg_advisory_lock($1)", PgParams().Int64(0x6365727532), &r).ok());
+  REQUIRE(a->ReapNowForTesting().ok());
+  REQUIRE(b->ReapNowForTesting().ok());
+  CHECK(a->CountEntityRowsForTesting().value() == 2000);
+  REQUIRE(other->Exec("SELECT pg_advisory_unlock($1)", PgParams().Int64(0x6365727532), &r).ok());
+  REQUIRE(b->ReapNowForTesting().ok());
+  CHECK(a->CountEntityRowsForTesting().value() == 0);
+  CHECK(a->CountPendingReapsForTesting().value() == 0);
+}
+
 // An account as restores must bring it back: per table (name as created)
 // its ACL and every entity (timestamps included); the service properties.
 struct AccountState {
@@ -279,7 +316,8 @@ TEST_CASE("postgres: a snapshot saved by one store is restored by another, atomi
   REQUIRE(a->CreateTable("acct", "kept").ok());
   REQUIRE(a->CreateTable("other", "Orders").ok());
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 50; ++i) ops.push_back(Insert("p" + std::to_string(i % 3), std::to_string(i), {v}));
+  for (int i = 0; i < 50; ++i)
+    ops.push_back(Insert("p" + std::to_string(i % 3), std::to_string(i), {v}));
   for (size_t i = 0; i < ops.size(); i += 10) {
     std::vector<WriteOp> chunk(ops.begin() + static_cast<ptrdiff_t>(i),
                                ops.begin() + static_cast<ptrdiff_t>(i + 10));
@@ -302,7 +340,8 @@ TEST_CASE("postgres: a snapshot saved by one store is restored by another, atomi
   REQUIRE(b->Apply("acct", "Orders", {Op(WriteKind::kInsertOrReplace, "p0", "0", {changed})},
                    nullptr, nullptr)
               .ok());
-  REQUIRE(a->Apply("acct", "Orders", {Op(WriteKind::kDelete, "p1", "1", {})}, nullptr, nullptr).ok());
+  REQUIRE(
+      a->Apply("acct", "Orders", {Op(WriteKind::kDelete, "p1", "1", {})}, nullptr, nullptr).ok());
   REQUIRE(b->Apply("acct", "Orders", {Insert("new", "1")}, nullptr, nullptr).ok());
   REQUIRE(b->DeleteTable("acct", "kept").ok());
   REQUIRE(a->CreateTable("acct", "Extra").ok());
@@ -315,8 +354,8 @@ TEST_CASE("postgres: a snapshot saved by one store is restored by another, atomi
   CHECK(StateOf(*a, "acct") == before);
   CHECK(StateOf(*b, "acct") == before);
   CHECK(StateOf(*a, "other") == other);
-  CHECK(stats.tables_copied == 1);    // "kept", dropped since
-  CHECK(stats.tables_patched == 1);   // "Orders"
+  CHECK(stats.tables_copied == 1);   // "kept", dropped since
+  CHECK(stats.tables_patched == 1);  // "Orders"
   CHECK(stats.tables_kept == 0);
   CHECK(stats.entities_copied == 3);  // kept/1, Orders p0/0 and p1/1
 
@@ -326,9 +365,9 @@ TEST_CASE("postgres: a snapshot saved by one store is restored by another, atomi
   CHECK(stats.tables_patched + stats.tables_copied + stats.entities_copied == 0);
 
   // Writes after a restore get timestamps above the restored ones.
-  REQUIRE(a->Apply("acct", "Orders", {Op(WriteKind::kMerge, "p0", "0", {changed})}, nullptr,
-                   nullptr)
-              .ok());
+  REQUIRE(
+      a->Apply("acct", "Orders", {Op(WriteKind::kMerge, "p0", "0", {changed})}, nullptr, nullptr)
+          .ok());
   auto after = b->GetEntity("acct", "Orders", "p0", "0");
   REQUIRE(after.ok());
   CHECK(after->timestamp > before.tables.at("Orders").second.front().timestamp);
