@@ -66,4 +66,15 @@ inline std::vector<std::string> Keys(const std::vector<Entity>& entities) {
   return keys;
 }
 
+// The account's tables (names as created), in ScanTables order.
+inline Result<std::vector<std::string>> TableNames(Store& store, const std::string& account) {
+  std::vector<std::string> names;
+  Status s = store.ScanTables(account, "", [&](const std::string& t) {
+    names.push_back(t);
+    return true;
+  });
+  if (!s.ok()) return s;
+  return names;
+}
+
 }  // namespace cerulean::storage::test

@@ -289,15 +289,9 @@ struct AccountState {
 AccountState StateOf(Store& store, const std::string& account) {
   AccountState state;
   state.props = store.GetServiceProperties(account).value();
-  std::vector<std::string> names;
-  REQUIRE(store
-              .ScanTables(account, "",
-                          [&](const std::string& t) {
-                            names.push_back(t);
-                            return true;
-                          })
-              .ok());
-  for (const auto& t : names) {
+  auto names = test::TableNames(store, account);
+  REQUIRE(names.ok());
+  for (const auto& t : *names) {
     ScanRequest all;
     all.limit = SIZE_MAX;
     ScanResult r;

@@ -37,15 +37,9 @@ std::unique_ptr<SqliteStore> Open(const TempDir& dir) {
 // ACL and every entity's keys, timestamp and properties; service properties.
 std::string Dump(Store& store, const std::string& account) {
   std::string out = "props=" + store.GetServiceProperties(account).value() + "\n";
-  std::vector<std::string> tables;
-  REQUIRE(store
-              .ScanTables(account, "",
-                          [&](const std::string& t) {
-                            tables.push_back(t);
-                            return true;
-                          })
-              .ok());
-  for (const auto& t : tables) {
+  auto names = test::TableNames(store, account);
+  REQUIRE(names.ok());
+  for (const auto& t : *names) {
     out += "table " + t + " acl=" + store.GetTableAcl(account, t).value() + "\n";
     ScanResult r;
     ScanRequest all;
