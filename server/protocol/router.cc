@@ -719,8 +719,8 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
   // A point read on a store behind the network is a round trip: not on
   // the I/O thread.
-  const bool inline_here = RunsInline(a->req) && !(a->req.op == Operation::kGetEntity &&
-                                                   ctx.store->ReadsWaitOnNetwork());
+  const bool inline_here = RunsInline(a->req) &&
+                           !(a->req.op == Operation::kGetEntity && ctx.store->ReadsWaitOnNetwork());
   if (ctx.blocking_pool != nullptr && !inline_here) {
     ctx.blocking_pool->Post([&ctx, a] {
       Complete(ctx, *a,

@@ -248,9 +248,8 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
   }
 }
 
-Status PgConnection::Pipeline(const std::vector<PgStatement>& stmts,
-                              std::vector<PgResult>* results, size_t* failed,
-                              std::string* sqlstate) {
+Status PgConnection::Pipeline(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
+                              size_t* failed, std::string* sqlstate) {
   Settle();
   size_t failed_at = stmts.size();
   for (int attempt = 0;; ++attempt) {

@@ -322,9 +322,9 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
     for (size_t j = 0; j < i; ++j) {
       if (ops[j].kind != WriteKind::kInsert) continue;
       PgResult r;
-      Status rs = c->Exec(kLockEntitySql,
-                          PgParams().Int64(id).Bytes(planned[j].pk).Bytes(planned[j].rk), &r,
-                          &sqlstate);
+      Status rs =
+          c->Exec(kLockEntitySql, PgParams().Int64(id).Bytes(planned[j].pk).Bytes(planned[j].rk),
+                  &r, &sqlstate);
       if (!rs.ok()) return db_error(rs);
       if (r.rows() > 0) return refuse(j, Status::AlreadyExists());
     }

@@ -234,9 +234,9 @@ TEST_CASE("postgres: a table dropped and created again by another node gets the 
         StatusCode::kTableNotFound);
   CHECK(a->Scan("acct", "t", ScanRequest{}, &page).code() == StatusCode::kTableNotFound);
   REQUIRE(b->CreateTable("acct", "t").ok());
-  REQUIRE(b->Apply("acct", "t", {Insert("p", "r3", {Property{"v", Value::Int32(1)}})}, nullptr,
-                   nullptr)
-              .ok());
+  REQUIRE(
+      b->Apply("acct", "t", {Insert("p", "r3", {Property{"v", Value::Int32(1)}})}, nullptr, nullptr)
+          .ok());
   // An upsert of b's row replaces it (a read it under the new id), and an
   // insert lands in the new table.
   REQUIRE(a->Apply("acct", "t",
