@@ -8,6 +8,9 @@
 #   BENCH_HARNESS=DIR bash scripts/bench.sh small                          # ~8 min
 #   BENCH_HARNESS=DIR bash scripts/bench.sh medium --only bulk,range,startup  # 1M entities
 #
+# With CERULEAN_DATABASE=postgresql://... in the environment, A serves from
+# that PostgreSQL database instead (the server reads the variable; --location
+# is then unused).
 # BENCH_HARNESS is the harness's directory (it holds `compare` and
 # `lib/ensure-deps.sh`); the harness is not part of this repository.
 # Installs what is missing: the build's dependencies (scripts/build.sh), the

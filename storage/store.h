@@ -249,6 +249,11 @@ class Store {
   // Usable for requests right now (health checks).
   virtual bool Healthy() = 0;
 
+  // True iff every read waits on another process (a database server's
+  // round trip) rather than on local memory or files: callers then keep
+  // even point reads off threads that serve other work.
+  virtual bool ReadsWaitOnNetwork() const { return false; }
+
   // A count that grows after every write transaction ends, once what it
   // committed is visible to reads; nullopt if the store keeps none. If it
   // returned E before a read began and still returns E, no write has

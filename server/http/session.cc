@@ -327,9 +327,13 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
     request_ = parser_->release();
     large_bodies_ = request_.body().size() > kReadBufferBytes;
+    // A store whose reads are database round trips would hold this thread
+    // (and every connection on it) for each one.
+    const bool quick =
+        IsQuick(request_) && !(ctx_.store != nullptr && ctx_.store->ReadsWaitOnNetwork());
     // With fault rules set, every request goes the asynchronous way, where
     // faults are decided (a delay must not block this thread).
-    if ((ctx_.blocking_pool == nullptr || IsQuick(request_)) && !FaultsArmed(ctx_)) {
+    if ((ctx_.blocking_pool == nullptr || quick) && !FaultsArmed(ctx_)) {
       return Respond(HandleRequest(ctx_, request_, peer_));
     }
     // Anything else may wait on storage: the router answers it without

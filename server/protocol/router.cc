@@ -717,7 +717,11 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 // commit a write through ApplyAsync. `faults`: fault rules are set
 // (FaultsArmed, read once per request).
 void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
-  if (ctx.blocking_pool != nullptr && !RunsInline(a->req)) {
+  // A point read on a store behind the network is a round trip: not on
+  // the I/O thread.
+  const bool inline_here = RunsInline(a->req) &&
+                           !(a->req.op == Operation::kGetEntity && ctx.store->ReadsWaitOnNetwork());
+  if (ctx.blocking_pool != nullptr && !inline_here) {
     ctx.blocking_pool->Post([&ctx, a] {
       Complete(ctx, *a,
                Guarded(a->req, [&] { return ResolveNow(ctx, a->req, Dispatch(ctx, a->req)); }));

@@ -19,7 +19,9 @@ namespace {
   X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQescapeIdentifier) \
   X(PQexec) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetlength)     \
   X(PQgetvalue) X(PQntuples) X(PQprepare) X(PQresultErrorField) X(PQresultErrorMessage)  \
-  X(PQresultStatus) X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)
+  X(PQresultStatus) X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)          \
+  X(PQenterPipelineMode) X(PQexitPipelineMode) X(PQpipelineSync) X(PQgetResult)         \
+  X(PQsendPrepare) X(PQsendQueryPrepared) X(PQsendQueryParams) X(PQsendQuery)
 // clang-format on
 
 struct LibPq {
@@ -153,6 +155,8 @@ Status PgConnection::Reconnect() {
   if (!Pq().error.empty()) return Status::IOError(Pq().error);
   if (conn_ != nullptr) Pq().PQfinish(conn_);
   prepared_.clear();
+  memo_.clear();
+  rollback_sent_ = false;
   // connect_timeout bounds a connection attempt to an unreachable host (the
   // default waits as long as TCP does); a URL's own setting wins.
   const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
@@ -210,12 +214,13 @@ bool PgConnection::ReopenForRetry(bool fresh, int attempt, PGresult** res) {
 
 Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult* out,
                           std::string* sqlstate) {
+  Settle();
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
     auto it = prepared_.find(sql);
     PGresult* res = nullptr;
     if (it == prepared_.end()) {
-      std::string name = "s" + std::to_string(prepared_.size());
+      std::string name = "s" + std::to_string(next_statement_++);
       res = Pq().PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
                            static_cast<int>(params.size()), params.types_.data());
       if (res == nullptr || Pq().PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -243,7 +248,127 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
   }
 }
 
+Status PgConnection::Pipeline(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
+                              size_t* failed, std::string* sqlstate) {
+  Settle();
+  size_t failed_at = stmts.size();
+  for (int attempt = 0;; ++attempt) {
+    const bool fresh = std::exchange(fresh_, false);
+    Status s = PipelineOnce(stmts, results, &failed_at, sqlstate);
+    if (!s.ok() && fresh && attempt == 0 && Broken() && Reconnect().ok()) continue;
+    if (failed != nullptr) *failed = failed_at;
+    return s;
+  }
+}
+
+Status PgConnection::PipelineOnce(const std::vector<PgStatement>& stmts,
+                                  std::vector<PgResult>* results, size_t* failed,
+                                  std::string* sqlstate) {
+  results->clear();
+  results->resize(stmts.size());
+  *failed = stmts.size();
+  if (Broken()) return Fail(nullptr, "pipeline", sqlstate);
+  // Statements prepared by this pipeline, in order; forgotten again unless
+  // their preparation is confirmed.
+  std::vector<std::string> new_prepares;
+  std::vector<bool> prepared_here(stmts.size(), false);
+  bool sent = Pq().PQenterPipelineMode(conn_) == 1;
+  for (size_t i = 0; sent && i < stmts.size(); ++i) {
+    const PgParams& p = stmts[i].params;
+    const int n = static_cast<int>(p.size());
+    if (n == 0) {
+      sent = Pq().PQsendQueryParams(conn_, std::string(stmts[i].sql).c_str(), 0, nullptr, nullptr,
+                                    nullptr, nullptr, /*resultFormat=*/1) == 1;
+      continue;
+    }
+    auto it = prepared_.find(stmts[i].sql);
+    if (it == prepared_.end()) {
+      std::string name = "s" + std::to_string(next_statement_++);
+      sent = Pq().PQsendPrepare(conn_, name.c_str(), std::string(stmts[i].sql).c_str(), n,
+                                p.types_.data()) == 1;
+      it = prepared_.emplace(std::string(stmts[i].sql), std::move(name)).first;
+      new_prepares.push_back(it->first);
+      prepared_here[i] = true;
+    }
+    if (sent) {
+      sent = Pq().PQsendQueryPrepared(conn_, it->second.c_str(), n, p.values_.data(),
+                                      p.lengths_.data(), p.formats_.data(),
+                                      /*resultFormat=*/1) == 1;
+    }
+  }
+  if (sent) sent = Pq().PQpipelineSync(conn_) == 1;
+  // Each command's result is followed by a null; the sync by none.
+  auto next = [&]() -> PGresult* {
+    PGresult* r = Pq().PQgetResult(conn_);
+    if (r != nullptr && Pq().PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+      PGresult* end = Pq().PQgetResult(conn_);
+      if (end != nullptr) Pq().PQclear(end);
+    }
+    return r;
+  };
+  PGresult* error = nullptr;  // the first failure's result
+  bool lost = !sent;          // the connection's state is unknown
+  size_t confirmed = 0;       // of new_prepares
+  for (size_t i = 0; !lost && i < stmts.size(); ++i) {
+    for (int step = prepared_here[i] ? 0 : 1; step < 2; ++step) {
+      PGresult* r = next();
+      ExecStatusType st = r != nullptr ? Pq().PQresultStatus(r) : PGRES_FATAL_ERROR;
+      if (r == nullptr || st == PGRES_PIPELINE_SYNC) {
+        lost = true;
+        if (r != nullptr) Pq().PQclear(r);
+        break;
+      }
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if (step == 0) {
+          ++confirmed;
+          Pq().PQclear(r);
+        } else {
+          (*results)[i].res_ = r;
+        }
+      } else if (st == PGRES_PIPELINE_ABORTED || error != nullptr) {
+        Pq().PQclear(r);
+      } else {
+        error = r;
+        *failed = i;
+      }
+    }
+  }
+  if (!lost) {
+    PGresult* r = Pq().PQgetResult(conn_);
+    lost = r == nullptr || Pq().PQresultStatus(r) != PGRES_PIPELINE_SYNC;
+    if (r != nullptr) Pq().PQclear(r);
+  }
+  for (size_t i = confirmed; i < new_prepares.size(); ++i) prepared_.erase(new_prepares[i]);
+  if (lost || Pq().PQexitPipelineMode(conn_) != 1) {
+    // Out of step with the server: drop the connection (Broken() is then
+    // true and the pool opens a fresh one).
+    if (error != nullptr) Pq().PQclear(error);
+    Status s = Fail(nullptr, "pipeline", sqlstate);
+    Pq().PQfinish(conn_);
+    conn_ = nullptr;
+    if (s.code() == StatusCode::kBusy) return s;
+    return Status::Busy("database unavailable: " + s.message());
+  }
+  if (error != nullptr) return Fail(error, "statement", sqlstate);
+  return Status::Ok();
+}
+
+const int64_t* PgConnection::Memo(std::string_view key) const {
+  auto it = memo_.find(key);
+  return it != memo_.end() ? &it->second : nullptr;
+}
+
+void PgConnection::SetMemo(std::string_view key, int64_t value) {
+  auto it = memo_.find(key);
+  if (it != memo_.end()) {
+    it->second = value;
+  } else {
+    memo_.emplace(std::string(key), value);
+  }
+}
+
 Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
+  Settle();
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
     PGresult* res = Pq().PQexec(conn_, sql.c_str());
@@ -258,11 +383,35 @@ Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
 }
 
 void PgConnection::RollbackIfActive() {
+  Settle();
   if (conn_ == nullptr) return;
   PGTransactionStatusType t = Pq().PQtransactionStatus(conn_);
   if (t == PQTRANS_INTRANS || t == PQTRANS_INERROR) {
-    PGresult* res = Pq().PQexec(conn_, "ROLLBACK");
-    if (res != nullptr) Pq().PQclear(res);
+    // Sent, not awaited: the next statement on this connection collects
+    // the answer (long there by then), so ending a read-only scan costs
+    // its request no round trip.
+    if (Pq().PQsendQuery(conn_, "ROLLBACK") == 1) {
+      rollback_sent_ = true;
+    } else {
+      Pq().PQfinish(conn_);
+      conn_ = nullptr;
+    }
+  }
+}
+
+void PgConnection::Settle() {
+  if (!rollback_sent_) return;
+  rollback_sent_ = false;
+  if (conn_ == nullptr) return;
+  bool ok = true;
+  while (PGresult* r = Pq().PQgetResult(conn_)) {
+    ok = ok && Pq().PQresultStatus(r) == PGRES_COMMAND_OK;
+    Pq().PQclear(r);
+  }
+  if (!ok || Pq().PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    // A transaction that may still be open must not reach the next user.
+    Pq().PQfinish(conn_);
+    conn_ = nullptr;
   }
 }
 

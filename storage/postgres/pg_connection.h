@@ -27,6 +27,14 @@ namespace cerulean::storage {
 // statement's text valid where a parameter is not referenced).
 class PgParams {
  public:
+  PgParams() = default;
+  // Movable, not copyable: values_ point into owned_ (whose elements a
+  // move does not relocate).
+  PgParams(PgParams&&) = default;
+  PgParams& operator=(PgParams&&) = default;
+  PgParams(const PgParams&) = delete;
+  PgParams& operator=(const PgParams&) = delete;
+
   // A text value (viewed: must outlive the statement's execution).
   PgParams& Text(std::string_view v);
   // A bytea value (viewed likewise).
@@ -73,6 +81,12 @@ class PgResult {
   pg_result* res_ = nullptr;
 };
 
+// One statement of a pipeline (PgConnection::Pipeline).
+struct PgStatement {
+  std::string_view sql;  // viewed: must outlive the pipeline
+  PgParams params;       // prepared on first use, like Exec; none: sent unprepared
+};
+
 class PgConnection {
  public:
   // Connects to `url` (a libpq connection string or postgresql:// URL) and,
@@ -88,9 +102,22 @@ class PgConnection {
   // SQLSTATE ("" when the connection itself failed).
   Status Exec(std::string_view sql, const PgParams& params, PgResult* out = nullptr,
               std::string* sqlstate = nullptr);
+  // Runs `stmts` in order in one round trip (libpq pipeline mode):
+  // `results` gets one result per statement. A statement that fails makes
+  // the database skip the rest (an open transaction is then aborted and
+  // rolled back when the lease ends); *failed is its index, *sqlstate its
+  // SQLSTATE. Like Exec, retried once on a fresh connection if the first
+  // use of a lease finds the connection dropped.
+  Status Pipeline(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
+                  size_t* failed = nullptr, std::string* sqlstate = nullptr);
+  // A value the caller memoised on this connection (a table's id), to be
+  // re-validated inside the transaction that uses it; null if none.
+  const int64_t* Memo(std::string_view key) const;
+  void SetMemo(std::string_view key, int64_t value);
   // Runs a parameterless command (BEGIN, COMMIT, DDL) as plain text.
   Status Command(const std::string& sql, std::string* sqlstate = nullptr);
-  // Ends the open transaction, if any, discarding its changes.
+  // Ends the open transaction, if any, discarding its changes (sent
+  // without waiting; the next statement settles it first).
   void RollbackIfActive();
 
   // The connection is gone (server restart, network): the pool drops it.
@@ -103,6 +130,9 @@ class PgConnection {
  private:
   PgConnection() = default;
   Status Reconnect();
+  // Collects the answer to a ROLLBACK that RollbackIfActive sent; drops the
+  // connection (Broken()) if the transaction did not end.
+  void Settle();
   Status Fail(pg_result* res, std::string_view what, std::string* sqlstate);
   // The first statement of a lease finds out that the database dropped the
   // connection while it sat in the pool: then the connection is re-opened and
@@ -110,15 +140,21 @@ class PgConnection {
   // *res and sets it to null whenever it reconnects (Fail then reports the
   // connection's own error).
   bool ReopenForRetry(bool fresh, int attempt, pg_result** res);
+  // One attempt of Pipeline; false when the connection failed (no result).
+  Status PipelineOnce(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
+                      size_t* failed, std::string* sqlstate);
   pg_conn* conn_ = nullptr;
+  uint64_t next_statement_ = 0;  // names s0, s1, ... of prepared statements
   std::string url_, schema_;
   bool fresh_ = false;
+  bool rollback_sent_ = false;  // its answer not yet read
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   // SQL text -> statement name.
   std::unordered_map<std::string, std::string, Hash, std::equal_to<>> prepared_;
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> memo_;
 };
 
 // Up to `size` connections, opened as threads need them; a broken one is

@@ -68,6 +68,27 @@ std::string ScanSql(int64_t id, const std::optional<KeyBound>& lower,
   return sql;
 }
 
+// Statements of Apply (besides kLockTableSql).
+constexpr std::string_view kLockEntitySql =
+    "SELECT ts, props FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3 "
+    "FOR UPDATE";
+constexpr std::string_view kDeleteEntitySql =
+    "DELETE FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3";
+constexpr std::string_view kUpdateEntitySql =
+    "UPDATE cerulean_entities SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND rk = $3";
+// No ON CONFLICT: a duplicate key must fail the statement, which stops the
+// pipeline before its COMMIT.
+constexpr std::string_view kInsertEntitySql =
+    "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5)";
+
+// The key under which a connection memoises a table's id.
+std::string TableMemoKey(const std::string& account, const std::string& lower) {
+  std::string key = account;
+  key += '\0';
+  key += lower;
+  return key;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -115,16 +136,37 @@ Status PostgresStore::ScanRows(const std::string& account, const std::string& ta
   Timed timed(this);
   PgLease c(&pool_);
   if (!c.status().ok()) return c.status();
-  // One snapshot for every range and chunk of the page.
-  Status s = c->Command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  int64_t id = 0;
-  if (s.ok()) s = PgLookupTable(c.get(), account, table, &id, /*lock=*/false);
+  // One snapshot for every range and chunk of the page. The transaction's
+  // start, the table lookup and the first chunk (read under the table id
+  // this connection saw last) go in one round trip.
+  const std::string lower_name = LowerAscii(table);
+  const std::string memo_key = TableMemoKey(account, lower_name);
+  const int64_t* memo = c->Memo(memo_key);
+  const int64_t memo_id = memo != nullptr ? *memo : -1;  // a reconnect forgets memos
+  const size_t want = std::min(request.limit, request.max_examined);
+  const int64_t chunk = static_cast<int64_t>(want >= 999 ? 1000 : std::max<size_t>(2, want + 1));
+  std::vector<PgStatement> stmts(memo_id >= 0 && !request.ranges.empty() ? 3 : 2);
+  stmts[0].sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+  stmts[1].sql = kLookupTableSql;
+  stmts[1].params.Text(account).Text(lower_name);
+  std::string first_sql;
+  std::vector<std::string> first_keys;
+  if (stmts.size() == 3) {
+    first_sql = ScanSql(memo_id, EffectiveLower(request.ranges[0].lower, request.start),
+                        request.ranges[0].upper, chunk, &first_keys, &stmts[2].params);
+    stmts[2].sql = first_sql;
+  }
+  std::vector<PgResult> results;
+  Status s = c->Pipeline(stmts, &results);
   if (!s.ok()) return s;
+  if (results[1].rows() == 0) return Status::TableNotFound(table);
+  const int64_t id = results[1].Int64(0, 0);
+  // The first chunk's result, if it was read under the right id.
+  bool prefetched = stmts.size() == 3 && memo_id == id;
+  if (memo_id != id) c->SetMemo(memo_key, id);
 
   // Rows are read in chunks (keyset pages inside the snapshot), so a page
   // with a selective predicate does not pull the whole range at once.
-  const size_t want = std::min(request.limit, request.max_examined);
-  const int64_t chunk = static_cast<int64_t>(want >= 999 ? 1000 : std::max<size_t>(2, want + 1));
   std::string pk, rk;
   Entity decoded;
   std::vector<std::string> keys;
@@ -132,11 +174,16 @@ Status PostgresStore::ScanRows(const std::string& account, const std::string& ta
   for (const KeyRange& range : request.ranges) {
     std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
     while (true) {
-      PgParams params;
-      const std::string sql = ScanSql(id, lower, range.upper, chunk, &keys, &params);
       PgResult r;
-      s = c->Exec(sql, params, &r);
-      if (!s.ok()) return s;
+      if (prefetched) {
+        r = std::move(results[2]);
+        prefetched = false;
+      } else {
+        PgParams params;
+        const std::string sql = ScanSql(id, lower, range.upper, chunk, &keys, &params);
+        s = c->Exec(sql, params, &r);
+        if (!s.ok()) return s;
+      }
       const int rows = r.rows();
       for (int i = 0; i < rows; ++i) {
         if (examined >= request.max_examined || visited >= request.limit) {
@@ -204,18 +251,6 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
     if (error != nullptr) *error = ApplyError{s, i};
     return s;
   };
-  Status s = c->Command("BEGIN", &sqlstate);
-  if (!s.ok()) return db_error(s);
-  int64_t id = 0;
-  s = PgLookupTable(c, account, table, &id, /*lock=*/true);
-  if (s.code() == StatusCode::kTableNotFound) return refuse(0, s);
-  if (!s.ok()) return db_error(s);
-  const int64_t base = NextTimestamp();
-
-  // Phase 1: lock and read every addressed row but those of inserts, and
-  // decide each op's outcome, so that a refused Apply writes nothing. The
-  // row locks (FOR UPDATE) make the If-Match check and the merge race-free
-  // against other nodes until the commit.
   struct Planned {
     std::string pk, rk;
     bool exists = false, remove = false;
@@ -223,47 +258,93 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
     std::string props;
   };
   std::vector<Planned> planned(ops.size());
-  std::vector<Property> props;
-  auto read = [&](Planned& plan, int64_t* prev_ts, std::string* blob) -> Status {
-    PgResult r;
-    Status rs = c->Exec(
-        "SELECT ts, props FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3 "
-        "FOR UPDATE",
-        PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), &r, &sqlstate);
-    if (!rs.ok()) return rs;
-    plan.exists = r.rows() > 0;
-    if (plan.exists) {
-      *prev_ts = r.Int64(0, 0);
-      if (blob != nullptr) blob->assign(r.View(0, 1));
+  // Ops before the first key that cannot be stored (such keys are refused
+  // in op order, below).
+  size_t encodable = ops.size();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Entity& e = ops[i].entity;
+    if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
+      encodable = i;
+      break;
     }
-    return Status::Ok();
+    planned[i].pk = EncodeKey(e.partition_key);
+    planned[i].rk = EncodeKey(e.row_key);
+  }
+
+  // Round trip 1: begin, share-lock the table's catalog row (a concurrent
+  // DeleteTable waits for this transaction), and lock and read every
+  // addressed row but those of inserts. The rows are read under the table
+  // id this connection saw last; if the catalog now says otherwise they are
+  // read again under the right one. The row locks (FOR UPDATE) make the
+  // If-Match check and the merge race-free against other nodes until the
+  // commit.
+  const std::string lower = LowerAscii(table);
+  const std::string memo_key = TableMemoKey(account, lower);
+  const int64_t* memo = c->Memo(memo_key);
+  int64_t id = memo != nullptr ? *memo : -1;  // -1: none (ids are positive)
+  std::vector<PgStatement> stmts;
+  stmts.reserve(ops.size() + 2);
+  std::vector<PgResult> results;
+  auto add = [&](std::string_view sql) -> PgParams& {
+    stmts.emplace_back();
+    stmts.back().sql = sql;
+    return stmts.back().params;
   };
-  // A refusal of op `i` found in phase 1: an insert before it whose row
-  // exists comes first, as if every op had been checked in order.
+  auto add_reads = [&] {
+    for (size_t i = 0; i < encodable; ++i) {
+      if (ops[i].kind == WriteKind::kInsert) continue;
+      add(kLockEntitySql).Int64(id).Bytes(planned[i].pk).Bytes(planned[i].rk);
+    }
+  };
+  add("BEGIN");
+  add(kLockTableSql).Text(account).Text(lower);
+  if (id >= 0) add_reads();
+  Status s = c->Pipeline(stmts, &results, nullptr, &sqlstate);
+  if (!s.ok()) return db_error(s);
+  if (results[1].rows() == 0) return refuse(0, Status::TableNotFound(table));
+  size_t next_read = 2;
+  if (const int64_t actual = results[1].Int64(0, 0); actual != id) {
+    c->SetMemo(memo_key, actual);
+    id = actual;
+    stmts.clear();
+    add_reads();
+    if (!stmts.empty()) {
+      s = c->Pipeline(stmts, &results, nullptr, &sqlstate);
+      if (!s.ok()) return db_error(s);
+    }
+    next_read = 0;
+  }
+
+  // Decide each op's outcome, so that a refused Apply writes nothing.
+  // A refusal of op `i`: an insert before it whose row exists comes first,
+  // as if every op had been checked in order.
   auto refuse_after_inserts = [&](size_t i, Status refusal) -> Status {
     for (size_t j = 0; j < i; ++j) {
       if (ops[j].kind != WriteKind::kInsert) continue;
-      int64_t prev = 0;
-      Status rs = read(planned[j], &prev, nullptr);
+      PgResult r;
+      Status rs =
+          c->Exec(kLockEntitySql, PgParams().Int64(id).Bytes(planned[j].pk).Bytes(planned[j].rk),
+                  &r, &sqlstate);
       if (!rs.ok()) return db_error(rs);
-      if (planned[j].exists) return refuse(j, Status::AlreadyExists());
+      if (r.rows() > 0) return refuse(j, Status::AlreadyExists());
     }
     return refuse(i, refusal);
   };
-  std::string blob;
+  const int64_t base = NextTimestamp();
+  std::vector<Property> props;
   for (size_t i = 0; i < ops.size(); ++i) {
+    if (i == encodable) return refuse_after_inserts(i, Status::InvalidArgument("InvalidKey"));
     const WriteOp& op = ops[i];
     Planned& plan = planned[i];
-    const Entity& e = op.entity;
-    if (!IsEncodableKey(e.partition_key) || !IsEncodableKey(e.row_key)) {
-      return refuse_after_inserts(i, Status::InvalidArgument("InvalidKey"));
-    }
-    plan.pk = EncodeKey(e.partition_key);
-    plan.rk = EncodeKey(e.row_key);
     int64_t prev_ts = 0;
+    std::string_view blob;
     if (op.kind != WriteKind::kInsert) {
-      s = read(plan, &prev_ts, &blob);
-      if (!s.ok()) return db_error(s);
+      const PgResult& r = results[next_read++];
+      plan.exists = r.rows() > 0;
+      if (plan.exists) {
+        prev_ts = r.Int64(0, 0);
+        blob = r.View(0, 1);
+      }
     }
     // The row is locked: the new timestamp is above the one any node wrote.
     s = PlanWrite(op, plan.exists, prev_ts, blob, base, &props, &plan.remove, &plan.ts,
@@ -272,40 +353,38 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
     if (!s.ok()) return refuse_after_inserts(i, s);
   }
 
-  // Phase 2: write. An insert (or an upsert that found no row) meets a row
-  // another transaction committed since: for an insert that is its
-  // refusal; for an upsert the Apply is run again, and then finds the row.
+  // Round trip 2: every write, then the commit. An insert (or an upsert
+  // that found no row) meets a row another transaction committed since:
+  // the unique violation skips the rest, the commit included. For an
+  // insert that is its refusal; for an upsert the Apply is run again, and
+  // then finds the row.
+  stmts.clear();
   std::vector<int64_t> timestamps;
   timestamps.reserve(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Planned& plan = planned[i];
-    PgResult r;
+  for (const Planned& plan : planned) {
     if (plan.remove) {
-      s = c->Exec("DELETE FROM cerulean_entities WHERE table_id = $1 AND pk = $2 AND rk = $3",
-                  PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk), nullptr, &sqlstate);
-    } else if (plan.exists) {
-      s = c->Exec(
-          "UPDATE cerulean_entities SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND "
-          "rk = $3",
-          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
-          &sqlstate);
+      add(kDeleteEntitySql).Int64(id).Bytes(plan.pk).Bytes(plan.rk);
     } else {
-      s = c->Exec(
-          "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5) "
-          "ON CONFLICT DO NOTHING",
-          PgParams().Int64(id).Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props), &r,
-          &sqlstate);
-      if (s.ok() && r.Affected() == 0) {
-        if (ops[i].kind == WriteKind::kInsert) return refuse(i, Status::AlreadyExists());
-        *retry = true;
-        return refuse(i, Status::Busy("concurrent insert"));
-      }
+      add(plan.exists ? kUpdateEntitySql : kInsertEntitySql)
+          .Int64(id)
+          .Bytes(plan.pk)
+          .Bytes(plan.rk)
+          .Int64(plan.ts)
+          .Bytes(plan.props);
     }
-    if (!s.ok()) return db_error(s);
     timestamps.push_back(plan.remove ? 0 : plan.ts);
   }
-  s = c->Command("COMMIT", &sqlstate);
-  if (!s.ok()) return db_error(s);
+  add("COMMIT");
+  size_t failed = 0;
+  s = c->Pipeline(stmts, &results, &failed, &sqlstate);
+  if (!s.ok()) {
+    if (failed < ops.size() && sqlstate == kPgUniqueViolation) {
+      if (ops[failed].kind == WriteKind::kInsert) return refuse(failed, Status::AlreadyExists());
+      *retry = true;
+      return refuse(failed, Status::Busy("concurrent insert"));
+    }
+    return db_error(s);
+  }
   if (result != nullptr) result->timestamps = std::move(timestamps);
   return Status::Ok();
 }

@@ -6,11 +6,19 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/postgres_store.h"
 
 namespace cerulean::storage {
+
+// The table lookup of PgLookupTable, plain and locking ($1 account, $2
+// ASCII-lower-case name); also sent in pipelines by scans and writes.
+inline constexpr std::string_view kLookupTableSql =
+    "SELECT id, name FROM cerulean_tables WHERE account = $1 AND name_lower = $2";
+inline constexpr std::string_view kLockTableSql =
+    "SELECT id, name FROM cerulean_tables WHERE account = $1 AND name_lower = $2 FOR SHARE";
 
 // Looks the live table up: its id (and name as created, if `name` is set),
 // kTableNotFound, or the database's error. `lock` takes a share lock on the

@@ -86,11 +86,8 @@ Status PgLookupTable(PgConnection* c, const std::string& account, const std::str
                      int64_t* id, bool lock, std::string* name) {
   const std::string lower = LowerAscii(table);
   PgResult r;
-  Status s = c->Exec(lock ? "SELECT id, name FROM cerulean_tables WHERE account = $1 AND "
-                            "name_lower = $2 FOR SHARE"
-                          : "SELECT id, name FROM cerulean_tables WHERE account = $1 AND "
-                            "name_lower = $2",
-                     PgParams().Text(account).Text(lower), &r);
+  Status s =
+      c->Exec(lock ? kLockTableSql : kLookupTableSql, PgParams().Text(account).Text(lower), &r);
   if (!s.ok()) return s;
   if (r.rows() == 0) return Status::TableNotFound(table);
   *id = r.Int64(0, 0);

@@ -97,6 +97,7 @@ class PostgresStore final : public Store {
 
   Status ResetAccount(const std::string& account) override;
   bool Healthy() override;
+  bool ReadsWaitOnNetwork() const override { return true; }
   // bytes: the size of the store's tables and indexes (0 where the database
   // has no pg_total_relation_size).
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;

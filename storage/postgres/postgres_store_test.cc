@@ -218,6 +218,43 @@ TEST_CASE("postgres: concurrent merges from two stores lose no property") {
   CHECK(e->properties.size() == 80);
 }
 
+TEST_CASE("postgres: a table dropped and created again by another node gets the writes") {
+  // Connections remember table ids; each use re-checks them in its own
+  // transaction.
+  test::PgTestStore a = test::OpenPgTestStore();
+  if (!a) return;
+  test::PgTestStore b = test::OpenPgTestStore({}, a.get_deleter().schema);
+  REQUIRE(a->CreateTable("acct", "t").ok());
+  REQUIRE(a->Apply("acct", "t", {Insert("p", "r1")}, nullptr, nullptr).ok());
+  ScanResult page;
+  REQUIRE(a->Scan("acct", "t", ScanRequest{}, &page).ok());
+  CHECK(page.entities.size() == 1);
+
+  REQUIRE(b->DeleteTable("acct", "t").ok());
+  CHECK(a->Apply("acct", "t", {Insert("p", "r2")}, nullptr, nullptr).code() ==
+        StatusCode::kTableNotFound);
+  CHECK(a->Scan("acct", "t", ScanRequest{}, &page).code() == StatusCode::kTableNotFound);
+  REQUIRE(b->CreateTable("acct", "t").ok());
+  REQUIRE(
+      b->Apply("acct", "t", {Insert("p", "r3", {Property{"v", Value::Int32(1)}})}, nullptr, nullptr)
+          .ok());
+  // An upsert of b's row replaces it (a read it under the new id), and an
+  // insert lands in the new table.
+  REQUIRE(a->Apply("acct", "t",
+                   {Op(WriteKind::kInsertOrReplace, "p", "r3", {Property{"v", Value::Int32(2)}}),
+                    Insert("p", "r4")},
+                   nullptr, nullptr)
+              .ok());
+  REQUIRE(b->Scan("acct", "t", ScanRequest{}, &page).ok());
+  CHECK(Keys(page.entities) == std::vector<std::string>{"p/r3", "p/r4"});
+  auto r3 = b->GetEntity("acct", "t", "p", "r3");
+  REQUIRE(r3.ok());
+  REQUIRE(r3->properties.size() == 1);
+  CHECK(r3->properties[0].value.int32() == 2);
+  REQUIRE(a->Scan("acct", "t", ScanRequest{}, &page).ok());
+  CHECK(Keys(page.entities) == std::vector<std::string>{"p/r3", "p/r4"});
+}
+
 TEST_CASE("postgres: lost connections are replaced; an unreachable database is kBusy") {
   test::PgTestStore store = test::OpenPgTestStore();
   if (!store) return;
