@@ -62,10 +62,10 @@ void SqliteStore::CheckpointLoop() {
     checkpoint_last_.copied_generation = generation;
     // Frames committed during the pass are left for the next one, which a
     // commit asks for (or the writer copies them: wal_checkpoint.h). When
-    // writes stop, no commit comes: after a bulk load the last ~6,000
-    // frames waited for the next write, a Delete Table that then took
-    // 40-70 ms copying them at the hard limit. So once no commit has come
-    // for a moment, the checkpointer copies them. Not again if the pass
+    // writes stop, no commit comes, and the frames a bulk load left would
+    // wait for the next write (a Delete Table, say), which would copy them
+    // on its request path. So once no commit has come for a moment, the
+    // checkpointer copies them. Not again if the pass
     // copied nothing new (a reader's snapshot holds it back), and not if a
     // commit has already asked for a pass or rewound the WAL.
     if (!progressed || checkpoint_pending_ || checkpoint_wal_generation_ != generation ||

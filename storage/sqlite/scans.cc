@@ -27,7 +27,7 @@ void BindBound(Stmt* stmt, const KeyBound& b, int first) {
 // absent), appended to `*sql` and bound by BindRange: ?2/?3 the lower
 // bound's keys, ?4/?5 the upper's. Bounds within one partition are written
 // as "pk = ?2 AND rk ..." so that SQLite seeks to the lower row key and
-// stops at the upper one; row values "(pk, rk) >= (?, ?)" were re-checked on
+// stops at the upper one; row values "(pk, rk) >= (?, ?)" are re-checked on
 // every row (20 VDBE opcodes per row instead of 7 for a RowKey range).
 void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
                     std::string* sql) {

@@ -125,8 +125,8 @@ Status SqliteStore::Init() {
   // file, two pwrites a page (4-byte page number, 4 KiB page); a batch
   // of 100 inserts at 100 places of a large partition (a bulk load) changes
   // ~100 pages. Bounded by one Apply (at most 100 entities), so a few
-  // hundred KiB at most, freed at RELEASE. In a temporary file it was about
-  // a third of a bulk-loaded entity's server CPU.
+  // hundred KiB at most, freed at RELEASE. In a temporary file it would
+  // cost a bulk load two pwrites per page changed.
   s = w->Exec("PRAGMA temp_store=MEMORY");
   if (!s.ok()) return s;
   if (options_.in_memory) {

@@ -25,7 +25,7 @@ int64_t SqliteStore::NextTimestamp() {
 
 // Applies, and ops, committed together at most (see CommitLoop). Large
 // enough that at 64 connections of single inserts one sync covers ~50 of
-// them (groups of at most 16 gave ~15 % fewer inserts/s: PROFILER=none
+// them (compare inserts/s with a smaller bound: PROFILER=none
 // scripts/profile.sh insert 10 64). The ops bound keeps a group of large
 // batches from growing into one very long transaction.
 constexpr size_t kMaxGroup = 64;
