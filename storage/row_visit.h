@@ -33,7 +33,7 @@ class RowPage {
   // so; kCorruption for a row that does not decode; else what the visitor
   // returned. The backend stops reading at any status but Ok and when
   // full(). The views need to live only during the call.
-  // Defined here, so that the backend's row loop inlines it.
+  // Defined here, so that the compiler may inline it into the row loop.
   Status Offer(std::string_view pk, std::string_view rk, int64_t ts, std::string_view props) {
     if (examined_ >= request_.max_examined || visited_ >= request_.limit) {
       // Budget spent: this row is where the next page starts.

@@ -244,15 +244,19 @@ TEST_CASE("store(file): under steady small writes the WAL keeps rewinding") {
 TEST_CASE("store(file): once writes stop, the WAL is copied for the next write to rewind it") {
   // A load's last commits land while the checkpointer's pass runs, past the
   // frames that pass copies. Were they left for the next write, that write
-  // (a Delete Table after a bulk load, say) would copy them itself: 40-70 ms
-  // for a load of ~500-byte entities. The checkpointer copies them once no
-  // commit has come for a moment, so the next write only rewinds the WAL.
+  // (a Delete Table after a bulk load, say) would copy them itself, on its
+  // request path. The checkpointer copies them once no commit has come for a
+  // moment (checkpoints_idle), so the next write only rewinds the WAL.
+  // Whether a load ends that way depends on how the threads were scheduled
+  // (the WAL may have rewound mid-load and ended below the trigger), so
+  // loads run until three have; each is then checked.
   TempDir dir;
   auto store = OpenStore<FileBackend>(dir);
   REQUIRE(store->CreateTable("acct", "wal").ok());
   const std::string filler(3000, 'x');  // about one page per entity
   int key = 0;
-  for (int round = 0; round < 3; ++round) {
+  int checked = 0;
+  for (int round = 0; round < 30 && checked < 3; ++round) {
     CAPTURE(round);
     // ~6,000 frames: past the 4,000 that start a pass, and more meanwhile.
     for (int b = 0; b < 60; ++b) {
@@ -262,6 +266,8 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
       }
       REQUIRE(store->Apply("acct", "wal", ops, nullptr, nullptr).ok());
     }
+    // An idle pass counted from here on copies what the last commit left.
+    const uint64_t idle_passes = store->GetStats().checkpoints_idle;
     // Until the checkpointer has done all it will do without another
     // commit (its passes, and the one once writes have stopped).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -273,11 +279,12 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
     REQUIRE(store->Apply("acct", "wal", {Insert("q", std::to_string(round), {})}, nullptr, nullptr)
                 .ok());
     const SqliteStoreStats after = store->GetStats();
+    if (before.checkpoints_idle == idle_passes) continue;  // no pass left the last frames
+    ++checked;
     CHECK(after.checkpoints_writer == before.checkpoints_writer);
     CHECK(after.wal_rewinds == before.wal_rewinds + 1);
-    MESSAGE("passes " << after.checkpoints_background << " (once idle " << after.checkpoints_idle
-                      << "), writer copies " << after.checkpoints_writer);
   }
+  CHECK(checked == 3);
 }
 
 }  // namespace
