@@ -125,10 +125,10 @@ struct ApplyOutcome {
   ApplyResult result;
   ApplyError error;
   // Optional hint: true when more callbacks follow at once on the same
-  // thread (the rest of one commit's writes); false on the last of them. A
-  // caller whose callbacks hand work to another thread may hold it back
-  // until a callback with false, and wake that thread once for the whole
-  // run. A backend may always leave it false.
+  // thread (the rest of one commit's or one sync's writes); false on the
+  // last of them. A caller whose callbacks hand work to another thread may
+  // hold it back until a callback with false, and wake that thread once for
+  // the whole run. A backend may always leave it false.
   bool more_in_batch = false;
 };
 using ApplyCallback = std::function<void(ApplyOutcome)>;
