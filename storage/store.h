@@ -1,6 +1,13 @@
 // The Store interface: accounts' tables and entities in key order.
 // Thread-safety: every method may be called concurrently from any thread.
-// Implementations: SqliteStore (storage/sqlite/sqlite_store.h).
+// Implementations: SqliteStore (storage/sqlite/sqlite_store.h),
+// PostgresStore (storage/postgres/postgres_store.h).
+//
+// A backend implements the pure virtual methods. A few members are marked
+// "optional hint": they let a caller do better (reuse a page it read,
+// batch the wake-ups after a group of writes) and carry no semantics of
+// their own; a backend may ignore them or keep their defaults, and is then
+// still a correct Store.
 #pragma once
 
 #include <cstdint>
@@ -67,9 +74,10 @@ struct ScanRequest {
   // returns true the scan stops with kBusy. May be empty.
   std::function<bool()> abandon;
   static constexpr size_t kRowsPerAbandonPoll = 32;
-  // A short scan on a thread that also serves point reads: it may take an
-  // idle point reader (whose larger page cache holds more of the table)
-  // instead of a pooled one.
+  // Optional hint: the scan is short and its caller waits for it like a
+  // point read. A backend that keeps connections apart for point reads
+  // (SqliteStore: larger page caches) may serve it from one; any backend
+  // may ignore it.
   bool point_reader = false;
 };
 
@@ -116,10 +124,11 @@ struct ApplyOutcome {
   std::vector<WriteOp> ops;
   ApplyResult result;
   ApplyError error;
-  // True when more callbacks follow at once on the same thread (the rest of
-  // one commit's or one sync's writes); false on the last of them. A caller
-  // whose callbacks hand work to another thread may hold it back until a
-  // callback with false, and wake that thread once for the whole run.
+  // Optional hint: true when more callbacks follow at once on the same
+  // thread (the rest of one commit's or one sync's writes); false on the
+  // last of them. A caller whose callbacks hand work to another thread may
+  // hold it back until a callback with false, and wake that thread once for
+  // the whole run. A backend may always leave it false.
   bool more_in_batch = false;
 };
 using ApplyCallback = std::function<void(ApplyOutcome)>;
@@ -213,8 +222,10 @@ class Store {
   virtual Status Apply(const std::string& account, const std::string& table,
                        const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) = 0;
   // Apply without waiting: returns at once; `done` runs exactly once, on a
-  // thread of the store's, when the ops were committed (durably, like Apply)
-  // or refused. Writes queued together share one commit. `done` must not
+  // thread of the store's (never the caller's), when the ops were committed
+  // (durably, like Apply) or refused. A backend may commit writes queued
+  // together in one transaction; one without an asynchronous path of its own
+  // may run Apply on a thread it owns and then call `done`. `done` must not
   // block, nor call Apply or Flush.
   virtual void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
                           ApplyCallback done) = 0;
@@ -249,15 +260,19 @@ class Store {
   // Usable for requests right now (health checks).
   virtual bool Healthy() = 0;
 
-  // True iff every read waits on another process (a database server's
-  // round trip) rather than on local memory or files: callers then keep
-  // even point reads off threads that serve other work.
+  // Optional hint: true iff every read waits on another process (a
+  // database server's round trip) rather than on local memory or files, so
+  // a caller may keep even point reads off threads that serve other work.
+  // false, the default, is always correct.
   virtual bool ReadsWaitOnNetwork() const { return false; }
 
-  // A count that grows after every write transaction ends, once what it
-  // committed is visible to reads; nullopt if the store keeps none. If it
-  // returned E before a read began and still returns E, no write has
-  // become visible since: the read's answer is still the current one.
+  // Optional hint: a count that grows after every write transaction ends,
+  // once what it committed is visible to reads. If it returned E before a
+  // read began and still returns E, no write has become visible since: the
+  // read's answer is still the current one (a caller may keep a page it
+  // read until the count moves). nullopt, the default, means the store
+  // keeps none (a store written by other processes too cannot), and is
+  // always correct.
   virtual std::optional<uint64_t> WriteEpoch() const { return std::nullopt; }
 
   // Tables and entities of every account that has a table, by account name,
@@ -265,8 +280,9 @@ class Store {
   // every live row: O(entities), for metrics off the request path.
   virtual Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) = 0;
 
-  // Figures of the backend's own (a connection pool, query latencies), read
-  // without touching the data; none by default.
+  // Optional: figures of the backend's own (a connection pool, query
+  // latencies) for monitoring, read without touching the data; none by
+  // default.
   virtual std::vector<StoreGauge> Gauges() const { return {}; }
 };
 

@@ -6,6 +6,7 @@
 #include "storage/codec.h"
 #include "storage/postgres/postgres_internal.h"
 #include "storage/postgres/postgres_store.h"
+#include "storage/row_visit.h"
 #include "storage/store_ops.h"
 
 namespace cerulean::storage {
@@ -167,10 +168,8 @@ Status PostgresStore::ScanRows(const std::string& account, const std::string& ta
 
   // Rows are read in chunks (keyset pages inside the snapshot), so a page
   // with a selective predicate does not pull the whole range at once.
-  std::string pk, rk;
-  Entity decoded;
   std::vector<std::string> keys;
-  size_t examined = 0, visited = 0;
+  RowPage page(request, visit, next);
   for (const KeyRange& range : request.ranges) {
     std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
     while (true) {
@@ -186,47 +185,11 @@ Status PostgresStore::ScanRows(const std::string& account, const std::string& ta
       }
       const int rows = r.rows();
       for (int i = 0; i < rows; ++i) {
-        if (examined >= request.max_examined || visited >= request.limit) {
-          // Budget spent: this row is where the next page starts.
-          EntityKey key;
-          s = DecodeKeyInto(r.View(i, 0), &key.partition_key);
-          if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &key.row_key);
-          if (!s.ok()) return s;
-          *next = std::move(key);
-          return Status::Ok();
-        }
-        if (request.abandon && examined % ScanRequest::kRowsPerAbandonPoll == 0 &&
-            request.abandon()) {
-          return Status::Busy("scan abandoned");
-        }
-        ++examined;
-        EntityRow row;
-        row.timestamp = r.Int64(i, 2);
-        row.properties = r.View(i, 3);
-        s = DecodeKeyInto(r.View(i, 0), &pk);
-        if (s.ok()) s = DecodeKeyInto(r.View(i, 1), &rk);
-        if (!s.ok()) return s;
-        if (request.predicate) {
-          decoded.partition_key = pk;
-          decoded.row_key = rk;
-          decoded.timestamp = row.timestamp;
-          s = DecodeProperties(row.properties, &decoded.properties);
-          if (!s.ok()) return s;
-          if (!request.predicate(decoded)) continue;
-          row.partition_key = decoded.partition_key;
-          row.row_key = decoded.row_key;
-          row.decoded = &decoded;
-        } else {
-          row.partition_key = pk;
-          row.row_key = rk;
-        }
-        ++visited;
-        s = visit(row);
-        if (!s.ok()) return s;
+        s = page.Offer(r.View(i, 0), r.View(i, 1), r.Int64(i, 2), r.View(i, 3));
+        if (!s.ok() || page.full()) return s;
       }
       if (rows < chunk) break;  // the range is done
-      // Go on after the last row read (the visitor may have moved from
-      // `decoded`, so the keys come from the result).
+      // Go on after the last row read.
       KeyBound after{"", std::string(), false};
       s = DecodeKeyInto(r.View(rows - 1, 0), &after.partition_key);
       if (s.ok()) s = DecodeKeyInto(r.View(rows - 1, 1), &*after.row_key);

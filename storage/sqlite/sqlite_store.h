@@ -1,12 +1,13 @@
 // SqliteStore: the Store backed by one SQLite database (a file in WAL mode, or
-// a private in-memory database). Schema, encodings and the reaping of deleted
-// tables are described in storage/README.md.
+// a private in-memory database). Schema, encodings, the threads and why they
+// are as they are: storage/README.md. The implementation is split by concern
+// over storage/sqlite/*.cc (the file table in the README).
 // Thread-safety: every method may be called concurrently from any thread
 // (as Store requires). Writes are serialized on one writer connection; file
 // stores read through a pool of reader connections that run concurrently
 // with the writer; in-memory stores serve everything from one connection
-// under a mutex. A background reaper thread, owned by the store, deletes the
-// rows of dropped tables; the destructor stops and joins it.
+// under a mutex. The store owns its threads (committer, syncer,
+// checkpointer, reaper); the destructor stops and joins them.
 #pragma once
 
 #include <atomic>
@@ -20,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "storage/store.h"
 #include "storage/sqlite/wal_checkpoint.h"
+#include "storage/store.h"
 
 struct sqlite3;
 struct sqlite3_file;
@@ -45,11 +46,9 @@ struct SqliteStoreOptions {
   // default 2 MiB. GetEntityRow takes an idle one, else a pooled reader. A
   // cache holds only pages read, so the memory they may hold is bounded by
   // count x cache, and by the database's size below that. Unused in memory.
-  // Pages a connection's own cache misses come mostly from the shared page
-  // cache below (a copy, not a pread), and that cache is emptied whenever
-  // another connection commits, so 4 MiB (a large table's interior pages)
-  // is enough; a larger one costs more to empty beside writes
-  // (SIDE_WRITES=100 PROFILER=none scripts/profile.sh point100k 10 16).
+  // 4 MiB holds a large table's interior pages; misses come mostly from the
+  // shared page cache below, and a larger cache costs more to empty when
+  // another connection commits (storage/README.md, "Connections").
   size_t point_reader_count = 2;
   int64_t point_reader_cache_bytes = int64_t{4} << 20;
   // The database file's pages, kept for every connection (storage/
@@ -58,20 +57,16 @@ struct SqliteStoreOptions {
   int64_t shared_page_cache_bytes = int64_t{32} << 20;
   // The writer connection's page cache (file stores; SQLite's default is
   // 2 MiB). A write reads the B-tree pages it changes; those the cache does
-  // not hold come through a pread from the WAL or the database file. A bulk
-  // load of 100-entity batches at 100 places of one large partition cycles
-  // through more leaves than 2 MiB holds, and re-read nearly every page it
-  // changed (2.8 read calls per entity; 1.0 with 16 MiB, the rest the
-  // checkpointer's; 32 MiB does no better). Upserts at c16 make 0.20 read
-  // calls each instead of 0.55 (`PROFILER=none scripts/profile.sh upsert`
+  // not hold come through a pread from the WAL or the database file, and a
+  // bulk load of 100-entity batches spread over a large partition changes
+  // more leaves than 2 MiB holds (`PROFILER=none scripts/profile.sh upsert`
   // prints read calls per request). The cache holds only pages read, so at
   // most this many bytes. Unused in memory (the pages are in memdb's buffer
   // already).
   int64_t writer_cache_bytes = int64_t{16} << 20;
   // After this long with no write the writer's page cache is emptied and
   // the freed memory handed back to the system (glibc's malloc_trim), so a
-  // bulk load's pages do not stay resident beside the point readers' caches
-  // (kept, they add about a quarter to the server's peak resident memory).
+  // bulk load's pages do not stay resident beside the point readers' caches.
   // Zero keeps the cache.
   std::chrono::milliseconds writer_cache_idle_release{1000};
   // After a checkpoint pass that left frames behind (committed during it),
@@ -87,12 +82,11 @@ struct SqliteStoreOptions {
   std::chrono::milliseconds busy_timeout{5000};
   // Rows of a dropped table deleted per reaper transaction: small enough
   // that a write arriving meanwhile waits only briefly for the writer
-  // connection (2,000 rows of ~400 bytes hold it ~8 ms).
+  // connection.
   size_t reap_chunk_rows = 500;
   // How long the reaper waits after a table is dropped before it starts.
   // The thread that committed the drop still has to answer it; a reaper
-  // starting at once competes with that answer for the CPU (on one core a
-  // Delete Table is answered ~1.4 ms later).
+  // starting at once competes with that answer for the CPU.
   std::chrono::milliseconds reap_delay{50};
   // Run the reaper thread. Tests turn it off to observe orphaned rows (and
   // reap with ReapNowForTesting()).
@@ -209,15 +203,22 @@ class SqliteStore final : public Store {
   // Reclaims every dropped table now, on the calling thread, in the same
   // chunked transactions the reaper uses.
   Status ReapNowForTesting();
+  // True iff the checkpointer has no pass pending or running and is not
+  // waiting to make one once writes have stopped: until the next commit it
+  // copies nothing more. Always true in memory.
+  bool CheckpointerIdleForTesting();
 
  private:
-  struct Connection;  // sqlite3 handle + statement cache (sqlite_store.cc)
-  class ReadLease;    // a connection borrowed for reading
+  struct Connection;    // sqlite3 handle + statement cache (sqlite_store.cc)
+  class ReadLease;      // a connection borrowed for reading
   struct TableChanges;  // writes to one table (table_changes_)
 
   explicit SqliteStore(const SqliteStoreOptions& options);
   Status Init();
   Status InitMemdb();  // the in-memory database's settings (Init)
+  // Creates the schema, or brings an older one to the current version, on
+  // the writer connection `w` (schema.cc). kCorruption for a newer one.
+  Status InitSchema(Connection* w);
   // Opens a read-only connection of the file store with a page cache of
   // `cache_bytes` (0 keeps SQLite's 2 MiB).
   Status OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out);
@@ -411,8 +412,11 @@ class SqliteStore final : public Store {
   bool checkpoint_stopping_ = false;  // guarded by checkpoint_mu_
   // The WAL generation the pending pass was asked for; the state the
   // planner reads (busy: pending or running).
-  int64_t checkpoint_generation_ = 0;     // guarded by checkpoint_mu_
-  bool checkpoint_running_ = false;       // guarded by checkpoint_mu_
+  int64_t checkpoint_generation_ = 0;  // guarded by checkpoint_mu_
+  bool checkpoint_running_ = false;    // guarded by checkpoint_mu_
+  // Waiting to copy what the last pass left once no commit comes
+  // (CheckpointLoop).
+  bool checkpoint_idle_wait_ = false;     // guarded by checkpoint_mu_
   BackgroundCheckpoint checkpoint_last_;  // guarded by checkpoint_mu_ (busy unused)
   // The WAL as the latest commit left it, for the checkpointer's pass once
   // writes stop (CheckpointLoop).

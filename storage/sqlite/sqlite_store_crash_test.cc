@@ -394,8 +394,10 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
 // A bulk load of 100-entity batches changes ~100 pages a batch and cycles through more
 // leaf pages than SQLite's default 2 MiB page cache holds: each page the
 // cache had lost came through a pread (SqliteStoreOptions::
-// writer_cache_bytes). Here ~3 MiB of rows are rewritten in random order;
-// the WAL stays below the checkpoint trigger, so no other connection reads.
+// writer_cache_bytes). Here 1,000 rows of 2 KB (each with an overflow page:
+// ~5 MiB of pages) are rewritten in random order; the WAL stays well below
+// the checkpoint trigger (4,000 pages), so no checkpoint reads it and every
+// read counted is the writer's, however the threads are scheduled.
 TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   TempDir dir;
   SqliteStoreOptions options = StoreOptions(dir, "cache.db", /*counted=*/true);
@@ -410,7 +412,7 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   REQUIRE_MESSAGE(store.ok(), store.status().ToString());
   REQUIRE((*store)->CreateTable("acct", "t").ok());
 
-  constexpr int kRows = 1500;
+  constexpr int kRows = 1000;
   auto row = [](int i, char fill) {
     char rk[16];
     std::snprintf(rk, sizeof rk, "r%05d", i);
@@ -433,12 +435,16 @@ TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   }
   int reads = file_reads - before;
   CAPTURE(reads);
+  REQUIRE((*store)->CheckpointerIdleForTesting());  // none asked for
+  const SqliteStoreStats stats = (*store)->GetStats();
+  REQUIRE(stats.checkpoints_background == 0);
+  REQUIRE(stats.checkpoints_writer == 0);
   if (cache_bytes >= int64_t{8} << 20) {
     CHECK(reads < 20);
   } else {
     CHECK(reads > 200);
   }
-  auto got = (*store)->GetEntity("acct", "t", "p", "r01234");
+  auto got = (*store)->GetEntity("acct", "t", "p", "r00876");
   REQUIRE(got.ok());
   CHECK(got->properties.at(0).value.view().bytes == std::string(2000, 'b'));
 }
@@ -504,12 +510,14 @@ TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   TempDir dir;
   SqliteStoreOptions options = StoreOptions(dir, "idle.db", /*counted=*/false);
   options.fsync_commits = false;
-  options.writer_cache_idle_release = std::chrono::milliseconds(100);
+  // Long beside the 10 ms pauses between the writes below, so that only a
+  // stall of the whole machine could pass for the writes having stopped.
+  options.writer_cache_idle_release = std::chrono::seconds(1);
   auto store = SqliteStore::Open(options);
   REQUIRE_MESSAGE(store.ok(), store.status().ToString());
   REQUIRE((*store)->CreateTable("acct", "t").ok());
   auto releases_after = [&](uint64_t seen) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while ((*store)->GetStats().writer_cache_releases == seen &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -533,8 +541,8 @@ TEST_CASE("store(file): the writer's page cache is emptied once writes stop") {
   SqliteStoreStats after = releases_after(before.writer_cache_releases);
   CHECK(after.writer_cache_releases == before.writer_cache_releases + 1);
   CHECK(after.writer_cache_bytes_released - before.writer_cache_bytes_released > uint64_t{2} << 20);
-  // No writes, no further release.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // No writes, no further release (longer than the idle time).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   CHECK((*store)->GetStats().writer_cache_releases == after.writer_cache_releases);
   // The data is all there, and writing works as before.
   CHECK((*store)->GetEntity("acct", "t", "p", "101499").ok());

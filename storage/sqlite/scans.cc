@@ -1,0 +1,133 @@
+// SqliteStore: entity reads, the point read (GetEntityRow) and key-range
+// scans (ScanRows), and the SQL that turns a KeyRange into a seek.
+#include <string>
+
+#include "storage/codec.h"
+#include "storage/row_visit.h"
+#include "storage/sqlite/sqlite_internal.h"
+
+namespace cerulean::storage {
+
+namespace {
+
+// SQL condition for one bound; parameters ?first (pk) and ?first+1 (rk).
+std::string BoundSql(const KeyBound& b, bool lower, int first) {
+  std::string op = lower ? (b.inclusive ? ">=" : ">") : (b.inclusive ? "<=" : "<");
+  std::string p = "?" + std::to_string(first);
+  if (!b.row_key) return " AND pk " + op + " " + p;
+  return " AND (pk, rk) " + op + " (" + p + ", ?" + std::to_string(first + 1) + ")";
+}
+
+void BindBound(Stmt* stmt, const KeyBound& b, int first) {
+  stmt->BindBlob(first, EncodeKey(b.partition_key));
+  if (b.row_key) stmt->BindBlob(first + 1, EncodeKey(*b.row_key));
+}
+
+// The key conditions of a scan from `lower` to `upper` (either may be
+// absent), appended to `*sql` and bound by BindRange: ?2/?3 the lower
+// bound's keys, ?4/?5 the upper's. Bounds within one partition are written
+// as "pk = ?2 AND rk ..." so that SQLite seeks to the lower row key and
+// stops at the upper one; row values "(pk, rk) >= (?, ?)" are re-checked on
+// every row (20 VDBE opcodes per row instead of 7 for a RowKey range).
+void AppendRangeSql(const std::optional<KeyBound>& lower, const std::optional<KeyBound>& upper,
+                    std::string* sql) {
+  if (SinglePartition(lower, upper)) {
+    *sql += " AND pk = ?2";
+    if (lower->row_key) *sql += lower->inclusive ? " AND rk >= ?3" : " AND rk > ?3";
+    if (upper->row_key) *sql += upper->inclusive ? " AND rk <= ?5" : " AND rk < ?5";
+    return;
+  }
+  if (lower) *sql += BoundSql(*lower, /*lower=*/true, 2);
+  if (upper) *sql += BoundSql(*upper, /*lower=*/false, 4);
+}
+
+void BindRange(Stmt* stmt, const std::optional<KeyBound>& lower,
+               const std::optional<KeyBound>& upper) {
+  if (SinglePartition(lower, upper)) {
+    stmt->BindBlob(2, EncodeKey(lower->partition_key));
+    if (lower->row_key) stmt->BindBlob(3, EncodeKey(*lower->row_key));
+    if (upper->row_key) stmt->BindBlob(5, EncodeKey(*upper->row_key));
+    return;
+  }
+  if (lower) BindBound(stmt, *lower, 2);
+  if (upper) BindBound(stmt, *upper, 4);
+}
+
+}  // namespace
+
+Status SqliteStore::GetEntityRow(const std::string& account, const std::string& table,
+                                 const std::string& partition_key, const std::string& row_key,
+                                 const RowVisitor& visit) {
+  ReadLease lease(this, ReadLease::kPoint);
+  Connection* c = lease.conn();
+  if (!IsEncodableKey(partition_key) || !IsEncodableKey(row_key)) {
+    // Such keys are never stored; their encodings would alias others.
+    int64_t id = 0;
+    Status s = LookupTable(c, account, table, &id);
+    if (!s.ok()) return s;
+    return Status::NotFound();
+  }
+  // One statement, so one snapshot for the table lookup and the row read:
+  // no row means no table, a NULL ts means no entity (ts is NOT NULL).
+  // Bound without copies (the statement goes before these).
+  const std::string lower = LowerAscii(table);
+  const std::string pk = EncodeKey(partition_key);
+  const std::string rk = EncodeKey(row_key);
+  Stmt stmt;
+  Status s = c->Prepare(
+      "SELECT e.ts, e.props FROM tables t LEFT JOIN entities e "
+      "ON e.table_id = t.id AND e.pk = ?3 AND e.rk = ?4 "
+      "WHERE t.account = ?1 AND t.name_lower = ?2",
+      &stmt);
+  if (!s.ok()) return s;
+  stmt.BindTextNoCopy(1, account);
+  stmt.BindTextNoCopy(2, lower);
+  stmt.BindBlobNoCopy(3, pk);
+  stmt.BindBlobNoCopy(4, rk);
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return Status::TableNotFound(table);
+  if (rc != SQLITE_ROW) return SqlStatus(c->db, rc, "get entity");
+  if (stmt.ColumnType(0) == SQLITE_NULL) return Status::NotFound();
+  EntityRow row;
+  row.partition_key = partition_key;
+  row.row_key = row_key;
+  row.timestamp = stmt.ColumnInt64(0);
+  row.properties = stmt.ColumnBlob(1);
+  return visit(row);
+}
+
+Status SqliteStore::ScanRows(const std::string& account, const std::string& table,
+                             const ScanRequest& request, const RowVisitor& visit,
+                             std::optional<EntityKey>* next) {
+  next->reset();
+  ReadLease lease(this, request.point_reader ? ReadLease::kPoint : ReadLease::kAny);
+  Connection* c = lease.conn();
+  // One read transaction: every range of the page sees one snapshot.
+  Status s = c->Exec("BEGIN");
+  int64_t id = 0;
+  if (s.ok()) s = LookupTable(c, account, table, &id);
+  if (!s.ok()) return s;
+
+  RowPage page(request, visit, next);
+  for (const KeyRange& range : request.ranges) {
+    std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
+    std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
+    AppendRangeSql(lower, range.upper, &sql);
+    sql += " ORDER BY pk, rk";
+    Stmt stmt;
+    s = c->Prepare(sql, &stmt);
+    if (!s.ok()) return s;
+    stmt.BindInt64(1, id);
+    BindRange(&stmt, lower, range.upper);
+    int rc;
+    while ((rc = stmt.Step()) == SQLITE_ROW) {
+      s = page.Offer(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2),
+                     stmt.ColumnBlob(3));
+      if (!s.ok() || page.full()) return s;
+    }
+    if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
+  }
+  return Status::Ok();
+}
+
+}  // namespace cerulean::storage
