@@ -66,10 +66,11 @@ inline std::vector<std::string> Keys(const std::vector<Entity>& entities) {
   return keys;
 }
 
-// The account's tables (names as created), in ScanTables order.
-inline Result<std::vector<std::string>> TableNames(Store& store, const std::string& account) {
+// The account's tables (names as created) from `start` on, in ScanTables order.
+inline Result<std::vector<std::string>> TableNames(Store& store, const std::string& account,
+                                                  const std::string& start = "") {
   std::vector<std::string> names;
-  Status s = store.ScanTables(account, "", [&](const std::string& t) {
+  Status s = store.ScanTables(account, start, [&](const std::string& t) {
     names.push_back(t);
     return true;
   });

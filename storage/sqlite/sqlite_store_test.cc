@@ -43,11 +43,11 @@ TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend, PostgresBacke
   REQUIRE(store->CreateTable("acct", "beta").ok());
   REQUIRE(store->CreateTable("acct", "Alpha").ok());
   REQUIRE(store->CreateTable("acct", "Zed").ok());
-  CHECK(TableNames(*store, "acct") == std::vector<std::string>{"Alpha", "MyTable", "Zed", "beta"});
-  CHECK(TableNames(*store, "acct", "N") == std::vector<std::string>{"Zed", "beta"});
-  CHECK(TableNames(*store, "acct", "MyTable") ==
+  CHECK(TableNames(*store, "acct").value() == std::vector<std::string>{"Alpha", "MyTable", "Zed", "beta"});
+  CHECK(TableNames(*store, "acct", "N").value() == std::vector<std::string>{"Zed", "beta"});
+  CHECK(TableNames(*store, "acct", "MyTable").value() ==
         std::vector<std::string>{"MyTable", "Zed", "beta"});
-  CHECK(TableNames(*store, "nobody").empty());
+  CHECK(TableNames(*store, "nobody").value().empty());
   int visited = 0;
   REQUIRE(store
               ->ScanTables("acct", "",
@@ -130,9 +130,9 @@ TEST_CASE_TEMPLATE("store: ResetAccount", B, FileBackend, MemoryBackend, Postgre
     REQUIRE(store->SetServiceProperties(account, "props").ok());
   }
   REQUIRE(store->ResetAccount("acct").ok());
-  CHECK(TableNames(*store, "acct").empty());
+  CHECK(TableNames(*store, "acct").value().empty());
   CHECK(*store->GetServiceProperties("acct") == "");
-  CHECK(TableNames(*store, "other") == std::vector<std::string>{"t1", "t2"});
+  CHECK(TableNames(*store, "other").value() == std::vector<std::string>{"t1", "t2"});
   CHECK(store->GetEntity("other", "t1", "p", "r").ok());
   CHECK(*store->GetServiceProperties("other") == "props");
   REQUIRE(store->CreateTable("acct", "t1").ok());

@@ -51,17 +51,6 @@ auto OpenStore(const TempDir& dir, SqliteStoreOptions options = TestOptions()) {
   }
 }
 
-inline std::vector<std::string> TableNames(Store& store, const std::string& account,
-                                           const std::string& start = "") {
-  std::vector<std::string> names;
-  Status s = store.ScanTables(account, start, [&](const std::string& n) {
-    names.push_back(n);
-    return true;
-  });
-  REQUIRE(s.ok());
-  return names;
-}
-
 // Scans everything the request admits, following continuations.
 inline std::vector<Entity> ScanAll(Store& store, const std::string& table, ScanRequest req) {
   std::vector<Entity> all;
