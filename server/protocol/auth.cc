@@ -6,6 +6,7 @@
 
 #include "server/protocol/oauth.h"
 #include "server/protocol/request.h"
+#include "server/protocol/routes.h"
 #include "server/formats/text.h"
 #include "server/formats/xml_tree.h"
 #include "storage/edm_text.h"
