@@ -225,7 +225,7 @@ struct Request {
 std::string_view Header(const HttpRequest& req, std::string_view name);
 
 // Response builders. Every response later gets the common headers
-// (router.cc, FinishResponse).
+// (scheduler.cc, Finish).
 HttpResponse MakeResponse(const Request& req, http::status status);
 HttpResponse ErrorResponse(const Request& req, const ErrorReply& error);
 HttpResponse JsonResponse(const Request& req, http::status status, std::string body);
