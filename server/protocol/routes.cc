@@ -20,6 +20,15 @@ using M = IfMatch;
 using R = ResponseFormat;
 using O = Operation;
 
+// SAS rules: an entity operation, which a table SAS with `perms` reaches as
+// an account SAS for objects does; an operation only an account SAS of
+// `types` with `perms` reaches; one no SAS reaches.
+constexpr SasRule EntitySas(std::string_view perms) { return {true, perms, true, "o", perms}; }
+constexpr SasRule AccountSas(std::string_view types, std::string_view perms) {
+  return {false, "", true, types, perms};
+}
+constexpr SasRule kNoSas = {false, "", false, "", ""};
+
 constexpr bool kWrites = true;
 constexpr bool kReads = false;
 constexpr bool kInChangeset = true;
@@ -28,30 +37,30 @@ constexpr bool kAlone = false;
 // One entry per Operation, in its order.
 // clang-format off
 constexpr std::array<Route, 22> kRoutes = {{
-  // op                      name                     resource   verbs            selector               If-Match     handler                        body        response      write    change set    runs
-  {O::kQueryTables,          "QueryTables",           kTables,   kGet,            S::kNone,              M::kAny,     &Answer<QueryTables>,          kNone,      R::kOData,    kReads,  kAlone,       kPool},
-  {O::kGetTable,             "GetTable",              kTable,    kGet,            S::kNone,              M::kAny,     &Answer<GetTable>,             kNone,      R::kOData,    kReads,  kAlone,       kPool},
-  {O::kCreateTable,          "CreateTable",           kTables,   kPost,           S::kNone,              M::kAny,     &Answer<CreateTable>,          kOData,     R::kOData,    kWrites, kAlone,       kPool},
-  {O::kDeleteTable,          "DeleteTable",           kTable,    kDelete,         S::kNone,              M::kAny,     &Answer<DeleteTable>,          kNone,      R::kNone,     kWrites, kAlone,       kPool},
-  {O::kQueryEntities,        "QueryEntities",         kEntities, kGet,            S::kNone,              M::kAny,     &QueryEntities,                kNone,      R::kOData,    kReads,  kAlone,       kInlineOrPool},
-  {O::kGetEntity,            "GetEntity",             kEntity,   kGet,            S::kNone,              M::kAny,     &Answer<GetEntity>,            kNone,      R::kOData,    kReads,  kAlone,       kInline},
-  {O::kInsertEntity,         "InsertEntity",          kEntities, kPost,           S::kNone,              M::kAny,     &WriteEntity,                  kOData,     R::kOData,    kWrites, kInChangeset, kCommit},
-  {O::kUpdateEntity,         "UpdateEntity",          kEntity,   kPut,            S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit},
-  {O::kMergeEntity,          "MergeEntity",           kEntity,   kMerge | kPatch, S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit},
-  {O::kDeleteEntity,         "DeleteEntity",          kEntity,   kDelete,         S::kNone,              M::kAny,     &WriteEntity,                  kNone,      R::kNone,     kWrites, kInChangeset, kCommit},
-  {O::kInsertOrReplace,      "InsertOrReplaceEntity", kEntity,   kPut,            S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit},
-  {O::kInsertOrMerge,        "InsertOrMergeEntity",   kEntity,   kMerge | kPatch, S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit},
-  {O::kBatch,                "Batch",                 kBatch,    kPost,           S::kNone,              M::kAny,     &Batch,                        kMultipart, R::kMultipart, kWrites, kAlone,      kCommit},
-  {O::kGetTableAcl,          "GetTableAcl",           kEntities, kGet,            S::kAcl,               M::kAny,     &Answer<GetTableAcl>,          kNone,      R::kXml,      kReads,  kAlone,       kPool},
-  {O::kSetTableAcl,          "SetTableAcl",           kEntities, kPut,            S::kAcl,               M::kAny,     &Answer<SetTableAcl>,          kXml,       R::kNone,     kWrites, kAlone,       kPool},
-  {O::kGetServiceProperties, "GetServiceProperties",  kService,  kGet,            S::kServiceProperties, M::kAny,     &Answer<GetServiceProperties>, kNone,      R::kXml,      kReads,  kAlone,       kPool},
-  {O::kSetServiceProperties, "SetServiceProperties",  kService,  kPut,            S::kServiceProperties, M::kAny,     &Answer<SetServiceProperties>, kXml,       R::kNone,     kWrites, kAlone,       kPool},
-  {O::kGetServiceStats,      "GetServiceStats",       kService,  kGet,            S::kServiceStats,      M::kAny,     &Answer<GetServiceStats>,      kNone,      R::kXml,      kReads,  kAlone,       kPool},
+  // op                      name                     resource   verbs            selector               If-Match     handler                        body        response      write    change set    runs           SAS
+  {O::kQueryTables,          "QueryTables",           kTables,   kGet,            S::kNone,              M::kAny,     &Answer<QueryTables>,          kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
+  {O::kGetTable,             "GetTable",              kTable,    kGet,            S::kNone,              M::kAny,     &Answer<GetTable>,             kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
+  {O::kCreateTable,          "CreateTable",           kTables,   kPost,           S::kNone,              M::kAny,     &Answer<CreateTable>,          kOData,     R::kOData,    kWrites, kAlone,       kPool,         AccountSas("c", "cw")},
+  {O::kDeleteTable,          "DeleteTable",           kTable,    kDelete,         S::kNone,              M::kAny,     &Answer<DeleteTable>,          kNone,      R::kNone,     kWrites, kAlone,       kPool,         AccountSas("c", "d")},
+  {O::kQueryEntities,        "QueryEntities",         kEntities, kGet,            S::kNone,              M::kAny,     &QueryEntities,                kNone,      R::kOData,    kReads,  kAlone,       kInlineOrPool, EntitySas("r")},
+  {O::kGetEntity,            "GetEntity",             kEntity,   kGet,            S::kNone,              M::kAny,     &Answer<GetEntity>,            kNone,      R::kOData,    kReads,  kAlone,       kInline,       EntitySas("r")},
+  {O::kInsertEntity,         "InsertEntity",          kEntities, kPost,           S::kNone,              M::kAny,     &WriteEntity,                  kOData,     R::kOData,    kWrites, kInChangeset, kCommit,       EntitySas("a")},
+  {O::kUpdateEntity,         "UpdateEntity",          kEntity,   kPut,            S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
+  {O::kMergeEntity,          "MergeEntity",           kEntity,   kMerge | kPatch, S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
+  {O::kDeleteEntity,         "DeleteEntity",          kEntity,   kDelete,         S::kNone,              M::kAny,     &WriteEntity,                  kNone,      R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("d")},
+  {O::kInsertOrReplace,      "InsertOrReplaceEntity", kEntity,   kPut,            S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
+  {O::kInsertOrMerge,        "InsertOrMergeEntity",   kEntity,   kMerge | kPatch, S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
+  {O::kBatch,                "Batch",                 kBatch,    kPost,           S::kNone,              M::kAny,     &Batch,                        kMultipart, R::kMultipart, kWrites, kAlone,      kCommit,       EntitySas("")},
+  {O::kGetTableAcl,          "GetTableAcl",           kEntities, kGet,            S::kAcl,               M::kAny,     &Answer<GetTableAcl>,          kNone,      R::kXml,      kReads,  kAlone,       kPool,         kNoSas},
+  {O::kSetTableAcl,          "SetTableAcl",           kEntities, kPut,            S::kAcl,               M::kAny,     &Answer<SetTableAcl>,          kXml,       R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kGetServiceProperties, "GetServiceProperties",  kService,  kGet,            S::kServiceProperties, M::kAny,     &Answer<GetServiceProperties>, kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
+  {O::kSetServiceProperties, "SetServiceProperties",  kService,  kPut,            S::kServiceProperties, M::kAny,     &Answer<SetServiceProperties>, kXml,       R::kNone,     kWrites, kAlone,       kPool,         AccountSas("s", "w")},
+  {O::kGetServiceStats,      "GetServiceStats",       kService,  kGet,            S::kServiceStats,      M::kAny,     &Answer<GetServiceStats>,      kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
   // Answered before routing (OPTIONS) or by path (/_...): no verb, no handler.
-  {O::kPreflight,            "Preflight",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kReads,  kAlone,       kInline},
-  {O::kResetAccount,         "ResetAccount",          kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool},
-  {O::kFaults,               "Faults",                kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool},
-  {O::kSnapshots,            "Snapshots",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool},
+  {O::kPreflight,            "Preflight",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kReads,  kAlone,       kInline,       AccountSas("", "")},
+  {O::kResetAccount,         "ResetAccount",          kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kFaults,               "Faults",                kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kSnapshots,            "Snapshots",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
 }};
 // clang-format on
 

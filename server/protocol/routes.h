@@ -78,6 +78,18 @@ enum class Runs {
 
 using Handler = OperationResult (*)(const ServerContext& ctx, Request& req);
 
+// What a shared access signature must grant to reach an operation
+// (auth.cc, Authorize). Permissions are written as groups separated by
+// spaces, each satisfied by any one of its letters: "lr" needs l or r,
+// "a u" needs a and u, "" needs nothing.
+struct SasRule {
+  bool table_sas;                  // a table (service) SAS may reach it
+  std::string_view table_perms;    // what that SAS's sp must hold
+  bool account_sas;                // an account SAS may reach it
+  std::string_view account_types;  // any one of these srt letters ("": none needed)
+  std::string_view account_perms;  // what that SAS's sp must hold
+};
+
 struct Route {
   Operation op;
   std::string_view name;  // as in the access log, metrics and fault rules
@@ -91,6 +103,7 @@ struct Route {
   bool write;         // changes state (refused on the secondary endpoint)
   bool in_changeset;  // may appear in a $batch change set
   Runs runs;
+  SasRule sas;
 };
 
 // Every route, in the order of Operation (RouteOf indexes it). The reserved

@@ -174,6 +174,18 @@ TEST_CASE("the change set operations are the entity writes") {
   }
 }
 
+TEST_CASE("a table SAS reaches entities and batches only; no SAS reaches ACLs") {
+  for (const Route& r : AllRoutes()) {
+    CAPTURE(r.name);
+    CHECK(r.sas.table_sas == (r.in_changeset || r.op == Op::kBatch || r.op == Op::kQueryEntities ||
+                              r.op == Op::kGetEntity));
+    if (r.selector == Selector::kAcl) CHECK_FALSE(r.sas.account_sas);
+    if (r.sas.table_sas) CHECK(r.sas.account_types == "o");
+  }
+  CHECK(RouteOf(Op::kInsertOrMerge).sas.table_perms == "a u");
+  CHECK(RouteOf(Op::kQueryTables).sas.account_perms == "lr");
+}
+
 TEST_CASE("bodies and responses: what content negotiation and Content-Type checks apply to") {
   // An OData request body must say it is JSON (or Atom before 2015-12-11).
   std::set<Op> odata_bodies;
