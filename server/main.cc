@@ -333,7 +333,7 @@ int Serve(const server::CliOptions& cli) {
   boost::asio::steady_timer drain(ioc);
   auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
   std::function<void()> wait_drained = [&] {
-    if (server::InFlightRequests() == 0 || std::chrono::steady_clock::now() > *deadline) {
+    if (listener->sessions().InFlight() == 0 || std::chrono::steady_clock::now() > *deadline) {
       for (auto& worker : workers) worker->stop();
       return;
     }
@@ -344,7 +344,7 @@ int Serve(const server::CliOptions& cli) {
     if (ec) return;
     listener->Stop();
     prefetcher.Stop();
-    server::RequestSessionsClose();
+    listener->sessions().RequestClose();
     *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     wait_drained();
   });

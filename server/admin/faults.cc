@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/formats/text.h"
+#include "server/protocol/routes.h"
 
 namespace cerulean::server {
 
@@ -29,8 +30,8 @@ std::string CanonicalOperation(std::string op) { return op == "$batch" ? "Batch"
 
 // The names a rule may match on: every operation of the Table API.
 bool KnownOperation(std::string_view op) {
-  for (int i = 0; i <= static_cast<int>(Operation::kGetServiceStats); ++i) {
-    if (OperationName(static_cast<Operation>(i)) == op) return true;
+  for (const Route& route : AllRoutes()) {
+    if (route.handler != nullptr && route.name == op) return true;
   }
   return false;
 }

@@ -4,7 +4,7 @@
 #include <tuple>
 #include <vector>
 
-#include "server/protocol/request.h"
+#include "server/protocol/routes.h"
 #include "storage/store.h"
 
 namespace cerulean::server {

@@ -24,7 +24,8 @@ Listener::Listener(std::vector<net::io_context*> workers, const ServerContext& c
       acceptor_(*workers_.front()),
       backoff_(*workers_.front()),
       ctx_(ctx),
-      tls_(tls) {}
+      tls_(tls),
+      sessions_(std::make_shared<SessionGroup>()) {}
 
 std::string Listener::Open(const std::string& host, unsigned short port) {
   boost::system::error_code ec;
@@ -108,9 +109,9 @@ void Listener::OnAccept(boost::system::error_code ec, ConnectionSocket socket) {
       boost::system::error_code ignored;
       socket.close(ignored);
     } else if (tls_ != nullptr) {
-      std::make_shared<TlsSession>(std::move(socket), *tls_, ctx_)->Run();
+      std::make_shared<TlsSession>(std::move(socket), *tls_, ctx_, sessions_)->Run();
     } else {
-      std::make_shared<PlainSession>(std::move(socket), ctx_)->Run();
+      std::make_shared<PlainSession>(std::move(socket), ctx_, sessions_)->Run();
     }
   } catch (const std::exception& e) {
     // E.g. bad_alloc creating a session: that connection is dropped (its

@@ -42,6 +42,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void Run();
   // Stops accepting new connections.
   void Stop();
+  // The sessions of this listener's connections (requests in flight, close).
+  SessionGroup& sessions() { return *sessions_; }
 
  private:
   void DoAccept();
@@ -60,11 +62,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   ThrottledLog limit_log_{std::chrono::seconds(10)};
   const ServerContext& ctx_;
   boost::asio::ssl::context* tls_;
+  // Shared with every session, which may outlive the listener.
+  std::shared_ptr<SessionGroup> sessions_;
 };
-
-// Ends every open keep-alive connection once its in-flight request is done.
-void RequestSessionsClose();
-// Requests read but not yet fully answered.
-int InFlightRequests();
 
 }  // namespace cerulean::server

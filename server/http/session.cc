@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "server/admin/faults.h"
-#include "server/http/listener.h"
 #include "server/admin/logger.h"
 #include "server/http/page_prefetch.h"
 #include "server/protocol/router.h"
@@ -36,8 +35,6 @@ constexpr auto kTlsTimeout = std::chrono::seconds(30);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 constexpr std::uint64_t kMaxDrainBytes = 8 * 1024 * 1024;
 constexpr std::uint64_t kMaxHeaderDrainBytes = 1024 * 1024;
-std::atomic<bool> g_closing{false};
-std::atomic<int> g_in_flight{0};
 ConnectionLimits g_limits;
 // Failures that end a connection abnormally (exceptions), at most one line a second.
 ThrottledLog g_failure_log(std::chrono::seconds(1));
@@ -99,27 +96,6 @@ void SerializeResponse(const HttpResponse& res, std::string* out) {
   if (copy_body) out->append(res.body());
 }
 
-// True iff answering `req` cannot wait long: reads of one entity and the
-// reserved /_ endpoints other than reset. They run on the I/O thread through
-// the synchronous HandleRequest: HandleRequestAsync would answer them inline
-// too, but its per-request state costs ~2% of a point read (callgrind).
-bool IsQuick(const HttpRequest& req) {
-  if (req.method() != http::verb::get && req.method() != http::verb::head &&
-      req.method() != http::verb::options) {
-    return false;
-  }
-  std::string_view target = req.target();
-  // /_metrics may count every entity and /_snapshots copy them: they go to
-  // the blocking pool.
-  if (target.starts_with("/_")) {
-    return !target.starts_with("/_metrics") && !target.starts_with("/_snapshots");
-  }
-  size_t query = target.find('?');
-  std::string_view path = target.substr(0, query);
-  // A point read: "...table(PartitionKey=...,RowKey=...)".
-  return path.ends_with(")") && path.find("RowKey") != std::string_view::npos;
-}
-
 // The peer's address, and Nagle off; called before the socket moves into a
 // stream.
 std::string PreparePeer(ConnectionSocket& socket) {
@@ -130,9 +106,6 @@ std::string PreparePeer(ConnectionSocket& socket) {
 }
 
 }  // namespace
-
-void RequestSessionsClose() { g_closing = true; }
-int InFlightRequests() { return g_in_flight.load(); }
 
 void SetConnectionLimits(const ConnectionLimits& limits) { g_limits = limits; }
 const ConnectionLimits& GetConnectionLimits() { return g_limits; }
@@ -254,19 +227,34 @@ void HttpSession<Derived>::Evict() {
 }
 
 template <class Derived>
-void HttpSession<Derived>::BeginRequest() {
-  if (!in_flight_) {
-    in_flight_ = true;
-    ++g_in_flight;
-  }
+int HttpSession<Derived>::BeginRequest() {
+  if (in_flight_) return group_->InFlight();
+  in_flight_ = true;
+  return group_->Begin();
 }
 
 template <class Derived>
 void HttpSession<Derived>::EndRequest() {
   if (in_flight_) {
     in_flight_ = false;
-    --g_in_flight;
+    group_->End();
   }
+}
+
+template <class Derived>
+Continuation HttpSession<Derived>::Defer(void* self) {
+  // The session stays alive through the completion's shared_ptr; no other
+  // operation runs on it meanwhile. The response comes back to this
+  // session's I/O thread to be written.
+  auto session = static_cast<HttpSession*>(self)->derived().shared_from_this();
+  auto executor = session->stream().get_executor();
+  return Continuation{executor, [session = std::move(session)](HttpResponse res) mutable {
+                        auto ex = session->stream().get_executor();
+                        net::dispatch(
+                            ex, [session = std::move(session), res = std::move(res)]() mutable {
+                              session->Guard("respond", [&] { session->Respond(std::move(res)); });
+                            });
+                      }};
 }
 
 template <class Derived>
@@ -323,31 +311,14 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
       return Fail(ec, "read");
     }
     SetWaiting(false);
-    BeginRequest();
+    const int in_flight = BeginRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
     request_ = parser_->release();
     large_bodies_ = request_.body().size() > kReadBufferBytes;
-    // A store whose reads are database round trips would hold this thread
-    // (and every connection on it) for each one.
-    const bool quick =
-        IsQuick(request_) && !(ctx_.store != nullptr && ctx_.store->ReadsWaitOnNetwork());
-    // With fault rules set, every request goes the asynchronous way, where
-    // faults are decided (a delay must not block this thread).
-    if ((ctx_.blocking_pool == nullptr || quick) && !FaultsArmed(ctx_)) {
-      return Respond(HandleRequest(ctx_, request_, peer_));
-    }
-    // Anything else may wait on storage: the router answers it without
-    // blocking this thread, and the response comes back to this session's
-    // I/O thread to be written. The session stays alive through the
-    // completion's shared_ptr; no other operation runs on it meanwhile.
-    HandleRequestAsync(ctx_, request_, peer_, derived().stream().get_executor(),
-                       [self = derived().shared_from_this()](HttpResponse res) {
-                         auto ex = self->stream().get_executor();
-                         net::dispatch(
-                             ex, [self = std::move(self), res = std::move(res)]() mutable {
-                               self->Guard("respond", [&] { self->Respond(std::move(res)); });
-                             });
-                       });
+    // The router answers at once what runs on this thread, and answers the
+    // rest without blocking it: the response then comes through Defer.
+    auto res = ServeRequest(ctx_, request_, Arrival{peer_, in_flight}, &HttpSession::Defer, this);
+    if (res) Respond(std::move(*res));
   });
 }
 
@@ -373,7 +344,7 @@ template <class Derived>
 void HttpSession<Derived>::Respond(HttpResponse res) {
   request_ = {};
   if (IsConnectionDrop(res)) return DropConnection();
-  bool close = res.need_eof() || g_closing.load();
+  bool close = res.need_eof() || group_->closing();
   if (close) res.keep_alive(false);
   DoWrite(std::move(res), close);
 }
@@ -519,8 +490,9 @@ template class HttpSession<TlsSession>;
 
 // --- plain HTTP -----------------------------------------------------------------
 
-PlainSession::PlainSession(ConnectionSocket&& socket, const ServerContext& ctx)
-    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket)) {}
+PlainSession::PlainSession(ConnectionSocket&& socket, const ServerContext& ctx,
+                           std::shared_ptr<SessionGroup> group)
+    : HttpSession(ctx, std::move(group), PreparePeer(socket)), stream_(std::move(socket)) {}
 
 void PlainSession::Run() {
   net::dispatch(stream_.get_executor(),
@@ -534,8 +506,9 @@ void PlainSession::DoClose() {
 
 // --- HTTPS ----------------------------------------------------------------------
 
-TlsSession::TlsSession(ConnectionSocket&& socket, ssl::context& tls, const ServerContext& ctx)
-    : HttpSession(ctx, PreparePeer(socket)), stream_(std::move(socket), tls) {}
+TlsSession::TlsSession(ConnectionSocket&& socket, ssl::context& tls, const ServerContext& ctx,
+                       std::shared_ptr<SessionGroup> group)
+    : HttpSession(ctx, std::move(group), PreparePeer(socket)), stream_(std::move(socket), tls) {}
 
 void TlsSession::Run() {
   // The handshake runs on the connection's I/O thread like everything after it.

@@ -2,7 +2,9 @@
 // keep alive, close gracefully (Beast advanced_server_flex). HttpSession
 // holds the request loop once for both transports; PlainSession runs it over
 // TCP, TlsSession over TLS after the handshake. The transport is a template
-// parameter, so plain HTTP pays nothing for TLS support.
+// parameter, so plain HTTP pays nothing for TLS support. A session hands each
+// request it reads to the router (ServeRequest) unread: where the request
+// runs is the route table's business (routes.h), not the session's.
 // Thread-safety: a session runs on one I/O thread's io_context, which that
 // thread alone runs (Listener).
 #pragma once
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "server/protocol/request.h"
+#include "server/protocol/scheduler.h"
 #include "server/http/request_parser.h"
 
 namespace cerulean::server {
@@ -55,6 +58,27 @@ class ThrottledLog {
   std::mutex mu_;
   std::chrono::steady_clock::time_point next_{};  // guarded by mu_
   size_t dropped_ = 0;                            // guarded by mu_
+};
+
+// What a listener's sessions share: the requests they are answering (for
+// the drain on shutdown, and the load each request is told about:
+// Request::in_flight) and whether they were asked to close.
+// Thread-safety: every member may be used from any thread.
+class SessionGroup {
+ public:
+  // Requests read but not yet fully answered.
+  int InFlight() const { return in_flight_.load(std::memory_order_relaxed); }
+  // Ends every open keep-alive connection once its in-flight request is
+  // done.
+  void RequestClose() { closing_.store(true, std::memory_order_relaxed); }
+  bool closing() const { return closing_.load(std::memory_order_relaxed); }
+  // A request begins (returns the count with it) or ends.
+  int Begin() { return in_flight_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  void End() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> closing_{false};
 };
 
 // An open connection, counted and registered from construction to
@@ -113,7 +137,8 @@ using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, Connec
 template <class Derived>
 class HttpSession : public Connection {
  protected:
-  HttpSession(const ServerContext& ctx, std::string peer) : ctx_(ctx), peer_(std::move(peer)) {
+  HttpSession(const ServerContext& ctx, std::shared_ptr<SessionGroup> group, std::string peer)
+      : ctx_(ctx), group_(std::move(group)), peer_(std::move(peer)) {
     LimitReadBuffer(buffer_);
   }
   ~HttpSession() override { EndRequest(); }
@@ -126,6 +151,7 @@ class HttpSession : public Connection {
   void Guard(const char* what, F&& f) noexcept;
 
   const ServerContext& ctx_;
+  const std::shared_ptr<SessionGroup> group_;
   boost::beast::flat_buffer buffer_;
 
  private:
@@ -140,8 +166,11 @@ class HttpSession : public Connection {
   void OnContinue(boost::beast::error_code ec, std::size_t bytes);
   std::shared_ptr<Connection> Share() override;
   void Evict() override;
-  // g_in_flight counts this connection's request from Begin to End.
-  void BeginRequest();
+  // Where an answer computed later goes (ServeRequest's `defer`).
+  static Continuation Defer(void* self);
+  // group_ counts this connection's request from Begin to End; Begin
+  // returns the requests then in flight (this one included).
+  int BeginRequest();
   void EndRequest();
   // Closes the socket at once (after an exception or an eviction).
   void CloseNow() noexcept;
@@ -175,14 +204,15 @@ class HttpSession : public Connection {
   static constexpr size_t kReadBufferBytes = 8 * 1024;
   static constexpr size_t kLargeReadBufferBytes = 64 * 1024;
   bool large_bodies_ = false;
-  bool in_flight_ = false;  // counted in g_in_flight
+  bool in_flight_ = false;  // counted in group_
 };
 
 // Plain HTTP over TCP.
 class PlainSession : public HttpSession<PlainSession>,
                      public std::enable_shared_from_this<PlainSession> {
  public:
-  PlainSession(ConnectionSocket&& socket, const ServerContext& ctx);
+  PlainSession(ConnectionSocket&& socket, const ServerContext& ctx,
+               std::shared_ptr<SessionGroup> group);
   void Run();
 
  private:
@@ -197,7 +227,8 @@ class PlainSession : public HttpSession<PlainSession>,
 // REQUIRES: `tls` outlives the session.
 class TlsSession : public HttpSession<TlsSession>, public std::enable_shared_from_this<TlsSession> {
  public:
-  TlsSession(ConnectionSocket&& socket, boost::asio::ssl::context& tls, const ServerContext& ctx);
+  TlsSession(ConnectionSocket&& socket, boost::asio::ssl::context& tls, const ServerContext& ctx,
+             std::shared_ptr<SessionGroup> group);
   void Run();
 
  private:

@@ -10,7 +10,9 @@
 #include "server/formats/batch_multipart.h"
 #include "server/formats/entity_atom.h"
 #include "server/operations/operations.h"
-#include "server/protocol/router.h"
+#include "server/protocol/content_negotiation.h"
+#include "server/protocol/resource_path.h"
+#include "server/protocol/routes.h"
 #include "server/formats/text.h"
 
 namespace cerulean::server {
@@ -194,12 +196,14 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
         NegotiateFormat("", accept.value_or(""), req.version, &op.format, &op.atom) == std::nullopt;
     op.json_errors = ok && !op.atom;
   }
+  // The parser admits only a GET here; the route table says of what.
+  const Route* route = nullptr;
   if (auto err = ResolveInnerUrl(req, part.url, &op);
-      err || op.path.kind != ResourceKind::kEntity) {
+      err || FindRoute(RouteKey{op.path.kind, "GET", std::nullopt, std::nullopt, false}, &route) ||
+      route->op != Operation::kGetEntity) {
     return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
   }
-  if (auto err = Authorize(req, Operation::kGetEntity, op.path.table))
-    return ErrorResponse(req, *err);
+  if (auto err = Authorize(req, route->op, op.path.table)) return ErrorResponse(req, *err);
   std::vector<BatchSubResponse> subs;
   auto entity =
       ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
@@ -287,25 +291,19 @@ std::optional<ErrorReply> ParseChangesetPart(const Request& req, const BatchPart
   if (auto err = ResolveInnerUrl(req, part.url, op)) return err;
   std::string_view method = part.method;
   if (auto tunnel = part.Header("X-HTTP-Method")) {
-    if (method != "POST") return ErrorReply(AzureError::kXMethodNotUsingPost);
-    method = Trim(*tunnel);
-    if (method != "MERGE" && method != "PUT" && method != "DELETE" && method != "PATCH") {
-      return ErrorReply(AzureError::kXMethodIncorrectValue);
-    }
+    if (auto err = TunnelMethod(Trim(*tunnel), &method)) return err;
   }
+  // The route table decides, as for a request of its own; a change set
+  // holds entity writes only.
   auto if_match = part.Header("If-Match");
   const ResourcePath& p = op->path;
-  if (p.kind == ResourceKind::kEntities && method == "POST") {
-    op->op = Operation::kInsertEntity;
-  } else if (p.kind == ResourceKind::kEntity && method == "PUT") {
-    op->op = if_match ? Operation::kUpdateEntity : Operation::kInsertOrReplace;
-  } else if (p.kind == ResourceKind::kEntity && (method == "MERGE" || method == "PATCH")) {
-    op->op = if_match ? Operation::kMergeEntity : Operation::kInsertOrMerge;
-  } else if (p.kind == ResourceKind::kEntity && method == "DELETE") {
-    op->op = Operation::kDeleteEntity;
-  } else {
+  const Route* route = nullptr;
+  if (FindRoute(RouteKey{p.kind, method, std::nullopt, std::nullopt, if_match.has_value()},
+                &route) ||
+      !route->in_changeset) {
     return ErrorReply(AzureError::kInvalidInput);
   }
+  op->op = route->op;
   // Atom bodies before 2015-12-11; later versions parse every body as JSON.
   auto content_type = part.Header("Content-Type");
   bool atom_body = req.version < kFirstAtomlessVersion && content_type &&

@@ -5,7 +5,6 @@
 
 #include "odata/query.h"
 #include "server/formats/entity_atom.h"
-#include "server/http/listener.h"
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/operations/operations.h"
@@ -282,26 +281,36 @@ std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
 
 namespace {
 
-// A Query Entities page. With `inline_only`, nullopt instead when the page
-// is not short enough to render on the thread that read the request
-// (kInlineQueryRows, kInlineQueryBytes).
-std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req,
-                                            bool inline_only) {
-  // The plan is reported when the request asks for it with the header of the
-  // same name; other requests pay only for this look-up.
-  const bool report = !Header(req.http, kQueryPlanHeader).empty();
-  const auto started =
-      report ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+// A Query Entities request parsed and planned (PlanQuery), ready to render
+// on whichever thread finishes it (RenderQueryPage).
+struct PlannedQuery {
+  // The plan is reported when the request asks for it with the header of
+  // the same name; other requests pay only for that look-up.
+  bool report = false;
+  std::chrono::steady_clock::time_point started;  // set iff `report`
+  std::optional<odata::QueryPlan> reported_plan;  // set iff `report`
+  bool residual = false;                          // the plan has a residual filter
+  storage::ScanRequest scan;
+  FeedInputs in;  // the JSON feed's; `in.select` serves Atom too
+  // Rows the predicate saw, when the plan is reported and has one (without
+  // one, every row examined is returned).
+  std::shared_ptr<size_t> examined;
+};
+
+// Parses the query options of `req` and plans the scan: an error response,
+// or nullopt with *q filled.
+std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& req,
+                                      PlannedQuery* q) {
+  q->report = !Header(req.http, kQueryPlanHeader).empty();
+  if (q->report) q->started = std::chrono::steady_clock::now();
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
   odata::QueryPlan plan = odata::Compile(opts.filter.get());
-  std::optional<odata::QueryPlan> reported_plan;
-  if (report) reported_plan = plan;
-  // Logged once: a page left to the pool is planned again there.
-  if (inline_only && ctx.logger != nullptr && ctx.logger->debug_enabled()) {
+  if (q->report) q->reported_plan = plan;
+  if (ctx.logger != nullptr && ctx.logger->debug_enabled()) {
     ctx.logger->Debug(req, "query plan " + req.path.table + ": " + plan.ToString());
   }
-  storage::ScanRequest scan;
+  storage::ScanRequest& scan = q->scan;
   scan.ranges = std::move(plan.ranges);
   scan.limit = opts.top;
   scan.max_examined = kMaxExaminedPerPage;
@@ -310,7 +319,10 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
   }
   const AuthGrant& grant = req.grant;
   std::shared_ptr<const odata::Filter> residual = plan.residual;
+  q->residual = residual != nullptr;
   if (grant.HasRange()) {
+    // REQUIRES: the request outlives the scan (a page rendered ahead has no
+    // grant range: RenderQueryPage).
     scan.predicate = [residual, &grant](const storage::Entity& e) {
       if (!grant.InRange(e.partition_key, e.row_key)) return false;
       return !residual || odata::Matches(*residual, e);
@@ -319,22 +331,32 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // Owns all it uses: a page rendered ahead runs it after the request.
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
-  if (inline_only && req.atom) return std::nullopt;
-  // Rows the predicate saw: the rows examined when there is one (without
-  // one, every row examined is returned).
-  std::shared_ptr<size_t> examined;
-  if (report && scan.predicate) {
-    examined = std::make_shared<size_t>(0);
-    scan.predicate = [inner = std::move(scan.predicate), examined](const storage::Entity& e) {
+  if (q->report && scan.predicate) {
+    q->examined = std::make_shared<size_t>(0);
+    scan.predicate = [inner = std::move(scan.predicate),
+                      examined = q->examined](const storage::Entity& e) {
       ++*examined;
       return inner(e);
     };
   }
+  q->in = FeedInputs{req.base, req.account, req.path.table, req.format, std::move(opts.select)};
+  return std::nullopt;
+}
+
+// The page of planned query `q`. With `inline_only`, nullopt instead when
+// the page is not short enough to render on the thread that read the
+// request (kInlineQueryRows, kInlineQueryBytes); `q` may then be rendered
+// again without it.
+std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req, PlannedQuery& q,
+                                            bool inline_only) {
+  if (inline_only && req.atom) return std::nullopt;
+  storage::ScanRequest& scan = q.scan;
+  if (q.examined) *q.examined = 0;
   size_t returned = 0;
   std::optional<storage::EntityKey> next;
   HttpResponse res;
   if (req.atom) {
-    const std::vector<std::string>* select = opts.select ? &*opts.select : nullptr;
+    const std::vector<std::string>* select = q.in.select ? &*q.in.select : nullptr;
     storage::ScanResult result;
     storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
@@ -342,7 +364,6 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     returned = result.entities.size();
     next = std::move(result.next);
   } else {
-    FeedInputs in{req.base, req.account, req.path.table, req.format, std::move(opts.select)};
     // Pages are rendered ahead only for key ranges: a page then costs at
     // most $top rows. With a residual filter the next page may examine up to
     // kMaxExaminedPerPage rows, often for a client that wanted only the
@@ -350,12 +371,12 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // rate to the rendering ahead). Nor with a SAS key range, whose
     // predicate is the grant's, not the query's. Nor when the plan is
     // reported: a page rendered ahead was not counted.
-    const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr && !residual &&
-                          !grant.HasRange() && !report;
+    const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr &&
+                          !q.residual && !req.grant.HasRange() && !q.report;
     const std::string_view filter = req.query.Get("$filter").value_or("");
     std::string body;
     std::optional<PagePrefetcher::Page> ready;
-    if (prefetch) ready = ctx.prefetcher->Take(*ctx.store, PageKey(in, filter, scan));
+    if (prefetch) ready = ctx.prefetcher->Take(*ctx.store, PageKey(q.in, filter, scan));
     if (ready) {
       body = std::move(ready->body);
       next = std::move(ready->next);
@@ -365,7 +386,7 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
       if (inline_only && (scan.predicate || scan.limit > kInlineQueryRows)) return std::nullopt;
       scan.point_reader = inline_only;
       storage::Status s = StreamEntityFeedJson(
-          ctx, in, scan, &body, &next, inline_only ? kInlineQueryBytes : SIZE_MAX, &returned);
+          ctx, q.in, scan, &body, &next, inline_only ? kInlineQueryBytes : SIZE_MAX, &returned);
       if (inline_only && s.code() == storage::StatusCode::kBusy) return std::nullopt;
       if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     }
@@ -373,23 +394,23 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // Only while this is the one request in flight: with others, the
     // rendering would be stopped before it starts, and arming it costs
     // (chrono-newest20 at c16, where every answer has a continuation).
-    if (prefetch && next && InFlightRequests() <= 1) {
-      PrefetchNextPage(ctx, std::move(in), filter, std::move(scan), *next);
+    if (prefetch && next && req.in_flight <= 1) {
+      PrefetchNextPage(ctx, std::move(q.in), filter, std::move(scan), *next);
     }
   }
   if (next) {
     res.set("x-ms-continuation-NextPartitionKey", EncodeContinuation(next->partition_key));
     res.set("x-ms-continuation-NextRowKey", EncodeContinuation(next->row_key));
   }
-  if (report) {
+  if (q.report) {
     QueryPlanReport counts;
     counts.returned = returned;
-    counts.examined = examined ? *examined : returned;
+    counts.examined = q.examined ? *q.examined : returned;
     counts.elapsed_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - q.started)
             .count();
     counts.more = next.has_value();
-    res.set(kQueryPlanHeader, QueryPlanHeaderValue(*reported_plan, counts));
+    res.set(kQueryPlanHeader, QueryPlanHeaderValue(*q.reported_plan, counts));
   }
   return res;
 }
@@ -397,16 +418,19 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
 }  // namespace
 
 OperationResult QueryEntities(const ServerContext& ctx, Request& req) {
-  if (auto res = RenderQueryPage(ctx, req, true)) {
+  PlannedQuery q;
+  if (auto err = PlanQuery(ctx, req, &q)) return std::move(*err);
+  if (auto res = RenderQueryPage(ctx, req, q, true)) {
     if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(true);
     return std::move(*res);
   }
-  return PendingRead{&QueryEntitiesPage};
-}
-
-HttpResponse QueryEntitiesPage(const ServerContext& ctx, Request& req) {
-  if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(false);
-  return *RenderQueryPage(ctx, req, false);
+  // The planned query goes with the read: std::function needs a copyable
+  // callable, and the plan's filter is shared, not copied.
+  auto planned = std::make_shared<PlannedQuery>(std::move(q));
+  return PendingRead{[planned](const ServerContext& ctx, Request& req) {
+    if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(false);
+    return *RenderQueryPage(ctx, req, *planned, false);
+  }};
 }
 
 HttpResponse GetEntity(const ServerContext& ctx, Request& req) {

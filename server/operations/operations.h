@@ -26,10 +26,11 @@ struct PendingWrite {
 };
 
 // A read an operation found too long to answer on the thread that read the
-// request (a query that may examine many rows): the router runs `run` on
-// the blocking pool instead, or at once where it has none.
+// request (a query that may examine many rows): the scheduler runs `run` on
+// the blocking pool instead, or at once where it has none. `run` carries
+// what the operation already parsed and planned, so nothing is done twice.
 struct PendingRead {
-  HttpResponse (*run)(const ServerContext& ctx, Request& req);
+  std::function<HttpResponse(const ServerContext& ctx, Request& req)> run;
 };
 
 // What an operation returns: its response, the write to apply (an entity
@@ -43,12 +44,11 @@ HttpResponse DeleteTable(const ServerContext& ctx, Request& req);
 HttpResponse GetTableAcl(const ServerContext& ctx, Request& req);
 HttpResponse SetTableAcl(const ServerContext& ctx, Request& req);
 
-// Answers on the calling thread when the page is short (key ranges only, at
-// most kInlineQueryRows rows and kInlineQueryBytes of JSON), else returns a
-// PendingRead of QueryEntitiesPage.
+// Parses and plans the query, then answers on the calling thread when the
+// page is short (key ranges only, at most kInlineQueryRows rows and
+// kInlineQueryBytes of JSON), else returns a PendingRead that renders the
+// planned page, however long.
 OperationResult QueryEntities(const ServerContext& ctx, Request& req);
-// Any Query Entities page, however long.
-HttpResponse QueryEntitiesPage(const ServerContext& ctx, Request& req);
 HttpResponse GetEntity(const ServerContext& ctx, Request& req);
 // Insert, Update, Merge, Delete and the upserts (req.op says which).
 OperationResult WriteEntity(const ServerContext& ctx, Request& req);

@@ -1,11 +1,13 @@
 #include "server/protocol/auth.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/property_tree/ptree.hpp>
 #include <chrono>
 
 #include "server/protocol/oauth.h"
 #include "server/protocol/request.h"
+#include "server/protocol/routes.h"
 #include "server/formats/text.h"
 #include "server/formats/xml_tree.h"
 #include "storage/edm_text.h"
@@ -413,6 +415,21 @@ std::optional<ErrorReply> AuthenticateBearer(const ServerContext& ctx, Request* 
 
 bool Has(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
 
+// True iff `granted` holds, for each space-separated group of `needed`, one
+// of the group's letters (SasRule).
+bool Grants(const std::string& granted, std::string_view needed) {
+  size_t start = 0;
+  while (start < needed.size()) {
+    size_t end = std::min(needed.find(' ', start), needed.size());
+    std::string_view group = needed.substr(start, end - start);
+    if (std::none_of(group.begin(), group.end(), [&](char c) { return Has(granted, c); })) {
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
@@ -434,95 +451,36 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
 
 std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table) {
   const AuthGrant& g = req.grant;
+  const Route& route = RouteOf(op);
   if (g.kind == AuthGrant::Kind::kSharedKey || g.kind == AuthGrant::Kind::kBearer) {
-    if ((op == Operation::kGetTableAcl || op == Operation::kSetTableAcl) &&
-        g.kind == AuthGrant::Kind::kBearer) {
+    // Table ACLs take the account key.
+    if (route.selector == Selector::kAcl && g.kind == AuthGrant::Kind::kBearer) {
       return ErrorReply(AzureError::kAuthorizationFailure);
     }
     return std::nullopt;
   }
+  const SasRule& rule = route.sas;
   const std::string& sp = g.permissions;
   auto perm = ErrorReply(AzureError::kAuthorizationPermissionMismatch);
   if (g.kind == AuthGrant::Kind::kServiceSas) {
     // A table SAS reaches entities only.
-    if (op != Operation::kQueryEntities && op != Operation::kGetEntity && op != Operation::kBatch &&
-        !IsEntityWrite(op)) {
-      return ErrorReply(AzureError::kAuthorizationFailure);
-    }
+    if (!rule.table_sas) return ErrorReply(AzureError::kAuthorizationFailure);
     // A $batch names its table only in its operations, each authorized on
     // its own (operations/batch.cc).
     if (op != Operation::kBatch && ToLower(table) != g.table) {
       return ErrorReply(AzureError::kAuthorizationFailure);
     }
-    switch (op) {
-      case Operation::kQueryEntities:
-      case Operation::kGetEntity:
-        return Has(sp, 'r') ? std::nullopt : std::optional(perm);
-      case Operation::kInsertEntity:
-        return Has(sp, 'a') ? std::nullopt : std::optional(perm);
-      case Operation::kUpdateEntity:
-      case Operation::kMergeEntity:
-        return Has(sp, 'u') ? std::nullopt : std::optional(perm);
-      case Operation::kDeleteEntity:
-        return Has(sp, 'd') ? std::nullopt : std::optional(perm);
-      case Operation::kInsertOrReplace:
-      case Operation::kInsertOrMerge:
-        return Has(sp, 'a') && Has(sp, 'u') ? std::nullopt : std::optional(perm);
-      default:
-        return std::nullopt;  // batch: checked per operation
-    }
+    return Grants(sp, rule.table_perms) ? std::nullopt : std::optional(perm);
   }
   // Account SAS.
+  if (!rule.account_sas) return ErrorReply(AzureError::kAuthorizationFailure);
   const std::string& srt = g.resource_types;
-  auto type_mismatch = ErrorReply(AzureError::kAuthorizationResourceTypeMismatch);
-  auto need = [&](char type, std::string_view any_of) -> std::optional<ErrorReply> {
-    if (!Has(srt, type)) return type_mismatch;
-    for (char c : any_of) {
-      if (Has(sp, c)) return std::nullopt;
-    }
-    return perm;
-  };
-  switch (op) {
-    case Operation::kGetServiceProperties:
-    case Operation::kGetServiceStats:
-      return need('s', "r");
-    case Operation::kSetServiceProperties:
-      return need('s', "w");
-    case Operation::kQueryTables:
-    case Operation::kGetTable:
-      if (!Has(srt, 'c') && !Has(srt, 's')) return type_mismatch;
-      return Has(sp, 'l') || Has(sp, 'r') ? std::nullopt : std::optional(perm);
-    case Operation::kCreateTable:
-      return need('c', "cw");
-    case Operation::kDeleteTable:
-      return need('c', "d");
-    case Operation::kGetTableAcl:
-    case Operation::kSetTableAcl:
-      return ErrorReply(AzureError::kAuthorizationFailure);
-    case Operation::kQueryEntities:
-    case Operation::kGetEntity:
-      return need('o', "r");
-    case Operation::kInsertEntity:
-      return need('o', "a");
-    case Operation::kUpdateEntity:
-    case Operation::kMergeEntity:
-      return need('o', "u");
-    case Operation::kDeleteEntity:
-      return need('o', "d");
-    case Operation::kInsertOrReplace:
-    case Operation::kInsertOrMerge:
-      if (auto err = need('o', "a")) return err;
-      return need('o', "u");
-    case Operation::kBatch:
-      return Has(srt, 'o') ? std::nullopt : std::optional(type_mismatch);
-    case Operation::kPreflight:
-      return std::nullopt;
-    case Operation::kResetAccount:
-    case Operation::kFaults:
-    case Operation::kSnapshots:
-      return ErrorReply(AzureError::kAuthorizationFailure);
+  if (!rule.account_types.empty() &&
+      std::none_of(rule.account_types.begin(), rule.account_types.end(),
+                   [&](char type) { return Has(srt, type); })) {
+    return ErrorReply(AzureError::kAuthorizationResourceTypeMismatch);
   }
-  return std::nullopt;
+  return Grants(sp, rule.account_perms) ? std::nullopt : std::optional(perm);
 }
 
 std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPolicy>* out) {

@@ -191,9 +191,7 @@ enum class Operation {
   kFaults,        // /_faults/{account}
   kSnapshots,     // /_snapshots/{account}[/{name}[/restore]]
 };
-std::string_view OperationName(Operation op);
-// Insert, Update, Merge, Delete Entity and the two upserts.
-bool IsEntityWrite(Operation op);
+// An operation's name and everything else about it: routes.h.
 
 struct Request {
   explicit Request(HttpRequest& h) : http(h) {}
@@ -215,6 +213,10 @@ struct Request {
   bool xml_errors = false;               // answer errors as XML
   AuthGrant grant;                       // what the credentials allow
   std::string peer_address;
+  // Requests in flight on the server when this one was read, itself
+  // included: all an operation is told of the load (Query Entities renders
+  // its next page ahead only when it is alone).
+  int in_flight = 1;
   // The injected fault, for the access log (faults.h); empty if none.
   std::string_view fault;
 };
@@ -223,7 +225,7 @@ struct Request {
 std::string_view Header(const HttpRequest& req, std::string_view name);
 
 // Response builders. Every response later gets the common headers
-// (router.cc, FinishResponse).
+// (scheduler.cc, Finish).
 HttpResponse MakeResponse(const Request& req, http::status status);
 HttpResponse ErrorResponse(const Request& req, const ErrorReply& error);
 HttpResponse JsonResponse(const Request& req, http::status status, std::string body);

@@ -1,44 +1,41 @@
-// The request pipeline: resolve account and resource, route to an operation,
-// check version, authenticate, negotiate the format, dispatch, and add the
-// common response headers. Azurite's order of checks, in one function.
-// Thread-safety: HandleRequest may run concurrently on any thread.
+// The request pipeline: resolve account and resource, find the route
+// (routes.h), check version, authenticate, negotiate the format — Azurite's
+// order of checks, in one function (router.cc, Prepare) — then hand the
+// prepared request to the scheduler (scheduler.h), which runs it where its
+// route says.
+// Thread-safety: both entry points may run concurrently on any thread.
 #pragma once
 
-#include <boost/asio/any_io_executor.hpp>
-#include <functional>
+#include <optional>
 #include <string>
 
+#include "server/protocol/content_negotiation.h"
 #include "server/protocol/request.h"
+#include "server/protocol/resource_path.h"
+#include "server/protocol/scheduler.h"
 
 namespace cerulean::server {
 
-// Answers one HTTP request on the calling thread, waiting for storage.
-// Never throws.
+// Answers one HTTP request on the calling thread, waiting for storage (no
+// fault is injected). For tests and fuzzing. Never throws.
 HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
                            const std::string& peer_address);
 
-// Receives the response of HandleRequestAsync.
-using Completion = std::function<void(HttpResponse)>;
+// What the session layer tells the router about a request it read.
+struct Arrival {
+  const std::string& peer_address;
+  // Requests in flight on this server, this one included (Request::in_flight).
+  int in_flight = 1;
+};
 
 // Answers one HTTP request without blocking the calling (I/O) thread on
-// storage: failures before dispatch, point reads and the health check are
-// answered inline; entity writes and batches are prepared inline and
-// committed through Store::ApplyAsync (so that concurrent writes share one
-// commit), their answer built on `executor`; every other operation runs on
-// ctx.blocking_pool. `done` runs exactly once, on any of those threads;
-// `http` must stay alive and unchanged until then. Never throws.
-void HandleRequestAsync(const ServerContext& ctx, HttpRequest& http,
-                        const std::string& peer_address, boost::asio::any_io_executor executor,
-                        Completion done);
-
-// Parses the resource part of a decoded path (after the account segment),
-// e.g. "/orders(PartitionKey='a',RowKey='b')". Exposed for tests.
-std::optional<ErrorReply> ParseResourcePath(std::string_view decoded, ResourcePath* out);
-
-// Resolves the response format from $format / Accept at service version
-// `version` (payload.md §1.1): sets *atom iff the answer is AtomPub, else *out
-// to the JSON metadata level. Exposed for tests and batches.
-std::optional<ErrorReply> NegotiateFormat(std::string_view format_param, std::string_view accept,
-                                          std::string_view version, Metadata* out, bool* atom);
+// storage. Returns the response when it was answered on the calling thread
+// (it failed before dispatch, or AnswersNow); otherwise nullopt, after
+// calling defer(session) once for the Continuation that AnswerLater hands
+// the response to (made only then: it costs an allocation). `http` must stay alive and unchanged
+// until the response is out. Never throws.
+std::optional<HttpResponse> ServeRequest(const ServerContext& ctx, HttpRequest& http,
+                                         const Arrival& arrival,
+                                         Continuation (*defer)(void* session), void* session);
 
 }  // namespace cerulean::server

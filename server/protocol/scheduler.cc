@@ -1,0 +1,261 @@
+#include "server/protocol/scheduler.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <vector>
+
+#include "server/admin/faults.h"
+#include "server/admin/logger.h"
+#include "server/admin/metrics.h"
+#include "server/formats/text.h"
+#include "server/operations/admin.h"
+#include "server/operations/operations.h"
+#include "server/protocol/routes.h"
+
+namespace cerulean::server {
+
+namespace {
+
+// The operation's result of prepared `req`, from its handler (the route
+// table) or, for a reserved /_ endpoint, from HandleAdmin.
+OperationResult Dispatch(const ServerContext& ctx, Request& req) {
+  if (req.admin) return HandleAdmin(ctx, req, req.raw_path);
+  Handler handler = RouteOf(req.op).handler;
+  if (handler == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
+  return handler(ctx, req);
+}
+
+// The response of an operation's result, applying its write or running its
+// read synchronously.
+HttpResponse ResolveNow(const ServerContext& ctx, Request& req, OperationResult result) {
+  if (auto* res = std::get_if<HttpResponse>(&result)) return std::move(*res);
+  if (auto* read = std::get_if<PendingRead>(&result)) return read->run(ctx, req);
+  PendingWrite& write = std::get<PendingWrite>(result);
+  storage::ApplyOutcome outcome;
+  outcome.status =
+      ctx.store->Apply(req.account, write.table, write.ops, &outcome.result, &outcome.error);
+  outcome.ops = std::move(write.ops);
+  return write.answer(req, outcome);
+}
+
+void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res,
+                    bool keep_alive) {
+  res.set("x-ms-request-id", req.request_id);
+  res.set("x-ms-version", req.version.empty() ? std::string(kNewestVersion) : req.version);
+  res.set(http::field::date, HttpDateNow());
+  res.set(http::field::server, "Cerulean-Table/" CERULEAN_VERSION);
+  res.set(http::field::cache_control, "no-cache");
+  res.set("X-Content-Type-Options", "nosniff");
+  std::string_view client_id = Header(req.http, "x-ms-client-request-id");
+  if (!client_id.empty()) res.set("x-ms-client-request-id", client_id);
+  ApplyCorsHeaders(ctx, req, res);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+}
+
+}  // namespace
+
+void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,
+            std::chrono::steady_clock::time_point started) {
+  FinishResponse(ctx, req, res, req.http.keep_alive());
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
+  if (ctx.logger) ctx.logger->Access(req, res, ms);
+}
+
+namespace {
+
+// A request answered by AnswerLater, alive until its completion ran.
+struct AsyncRequest {
+  AsyncRequest(Request&& r, boost::asio::any_io_executor ex, Completion d)
+      : req(std::move(r)), executor(std::move(ex)), done(std::move(d)) {}
+  Request req;
+  boost::asio::any_io_executor executor;
+  Completion done;
+  std::chrono::steady_clock::time_point started;
+  bool drop_answer = false;  // FaultAction::kDropAfter: the answer is logged, not sent
+};
+
+void Complete(const ServerContext& ctx, AsyncRequest& a, HttpResponse res) {
+  Finish(ctx, a.req, res, a.started);
+  if (a.drop_answer) MarkConnectionDrop(res);
+  Completion done = std::move(a.done);
+  done(std::move(res));  // last: the request may be gone after it
+}
+
+// Answers of writes that the store's thread holds back until the last
+// callback of its run (ApplyOutcome::more_in_batch), then hands to each I/O
+// thread at once. Posting each answer on its own woke the I/O thread once
+// per write: on a shared core it preempted the store's thread at every post,
+// ~2 context switches and an epoll round per insert (perf sched timehist).
+struct HeldAnswer {
+  boost::asio::any_io_executor executor;
+  std::function<void()> run;
+};
+thread_local std::vector<HeldAnswer> held_answers;
+
+void HandOn(boost::asio::any_io_executor executor, std::function<void()> run, bool more) {
+  if (!more && held_answers.empty()) {
+    boost::asio::post(executor, std::move(run));
+    return;
+  }
+  held_answers.push_back(HeldAnswer{std::move(executor), std::move(run)});
+  if (more) return;
+  std::vector<HeldAnswer> held;
+  held.swap(held_answers);
+  // One post per executor, in the order the writes were committed.
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (!held[i].run) continue;
+    auto runs = std::make_shared<std::vector<std::function<void()>>>();
+    for (size_t j = i; j < held.size(); ++j) {
+      if (held[j].run && held[j].executor == held[i].executor)
+        runs->push_back(std::move(held[j].run));
+    }
+    boost::asio::post(held[i].executor, [runs] {
+      for (auto& run : *runs) run();
+    });
+  }
+}
+
+// Commits a prepared write without blocking: the store commits it with
+// whatever else is queued, and the answer is built back on the request's
+// executor.
+void CommitAsync(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a,
+                 PendingWrite& write) {
+  const std::string& account = a->req.account;
+  ctx.store->ApplyAsync(account, std::move(write.table), std::move(write.ops),
+                        [&ctx, a, answer = std::move(write.answer)](storage::ApplyOutcome outcome) {
+                          bool more = outcome.more_in_batch;
+                          HandOn(
+                              a->executor,
+                              [&ctx, a, answer, outcome = std::move(outcome)] {
+                                Complete(ctx, *a,
+                                         Guarded(a->req, [&] { return answer(a->req, outcome); }));
+                              },
+                              more);
+                        });
+}
+
+// Carries out `fault` (faults.h) for request `a`: after its delay (a timer
+// on the request's executor, never a sleep), answers with the error, drops
+// the connection, or runs `proceed` (for kDropAfter, whose answer is then
+// dropped by Complete).
+void InjectFault(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, Fault fault,
+                 std::function<void()> proceed) {
+  a->req.fault = FaultActionName(fault.action);
+  auto act = [&ctx, a, fault, proceed = std::move(proceed)] {
+    switch (fault.action) {
+      case FaultAction::kError:
+        return Complete(ctx, *a, ErrorResponse(a->req, ErrorReply(fault.error, fault.message)));
+      case FaultAction::kDropBefore: {
+        HttpResponse res = MakeResponse(a->req, http::status::unknown);
+        return Complete(ctx, *a, std::move(res));
+      }
+      case FaultAction::kDropAfter:
+        a->drop_answer = true;
+        return proceed();
+      case FaultAction::kNone:
+        return proceed();
+    }
+  };
+  if (fault.delay.count() == 0) return act();
+  auto timer = std::make_shared<boost::asio::steady_timer>(a->executor, fault.delay);
+  timer->async_wait([timer, act = std::move(act)](boost::system::error_code) { act(); });
+}
+
+// The fault, if any, for request `a` addressing `table` (and the entity
+// key `partition_key`, when known).
+std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a,
+                                 std::string_view table,
+                                 std::optional<std::string_view> partition_key) {
+  return ctx.faults->Decide(
+      FaultTarget{a.req.account, OperationName(a.req.op), table, partition_key});
+}
+
+// Where `req` runs: its route's Runs, except that a point read on a store
+// whose reads are round trips to a database server goes to the pool (on
+// the I/O thread it would hold every connection of that thread meanwhile).
+Runs WhereRuns(const ServerContext& ctx, const Request& req) {
+  if (req.admin) return AdminRuns(req.raw_path);
+  const Runs runs = RouteOf(req.op).runs;
+  if (runs == Runs::kInline && ctx.store != nullptr && ctx.store->ReadsWaitOnNetwork()) {
+    return Runs::kPool;
+  }
+  return runs;
+}
+
+// Everything after the fault: dispatch on this thread or the blocking pool
+// (the route's Runs), commit a write through ApplyAsync. `faults`: fault
+// rules are set (FaultsArmed, read once per request).
+void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
+  const Runs runs = WhereRuns(ctx, a->req);
+  if (ctx.blocking_pool != nullptr && runs == Runs::kPool) {
+    ctx.blocking_pool->Post([&ctx, a] {
+      Complete(ctx, *a,
+               Guarded(a->req, [&] { return ResolveNow(ctx, a->req, Dispatch(ctx, a->req)); }));
+    });
+    return;
+  }
+  OperationResult result;
+  try {
+    result = Dispatch(ctx, a->req);
+  } catch (const std::exception&) {
+    result = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
+  }
+  if (auto* res = std::get_if<HttpResponse>(&result)) return Complete(ctx, *a, std::move(*res));
+  if (auto* read = std::get_if<PendingRead>(&result)) {
+    auto finish = [&ctx, a, run = std::move(read->run)] {
+      Complete(ctx, *a, Guarded(a->req, [&] { return run(ctx, a->req); }));
+    };
+    if (ctx.blocking_pool == nullptr) return finish();
+    ctx.blocking_pool->Post(std::move(finish));
+    return;
+  }
+  PendingWrite& write = std::get<PendingWrite>(result);
+  // Writes and batches meet their fault here, parsed but not yet applied:
+  // the table and PartitionKey of a $batch or an insert are in its body.
+  if (faults) {
+    std::optional<std::string_view> pk;
+    if (!write.ops.empty()) pk = write.ops.front().entity.partition_key;
+    if (auto fault = DecideFault(ctx, *a, write.table, pk)) {
+      auto held = std::make_shared<PendingWrite>(std::move(write));
+      return InjectFault(ctx, a, std::move(*fault),
+                         [&ctx, a, held] { CommitAsync(ctx, a, *held); });
+    }
+  }
+  CommitAsync(ctx, a, write);
+}
+
+}  // namespace
+
+bool AnswersNow(const ServerContext& ctx, const Request& req, bool faults) {
+  if (faults) return false;
+  if (ctx.blocking_pool == nullptr) return true;
+  return WhereRuns(ctx, req) == Runs::kInline;
+}
+
+HttpResponse AnswerNow(const ServerContext& ctx, Request& req) {
+  return Guarded(req, [&] { return ResolveNow(ctx, req, Dispatch(ctx, req)); });
+}
+
+void AnswerLater(const ServerContext& ctx, Request&& req,
+                 std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
+  auto a = std::make_shared<AsyncRequest>(std::move(req), std::move(then.executor),
+                                          std::move(then.done));
+  a->started = started;
+  // Other operations meet their fault before they run (entity writes and
+  // batches in RunPrepared, once their body is parsed).
+  if (faults && RouteOf(a->req.op).runs != Runs::kCommit) {
+    const ResourcePath& path = a->req.path;
+    std::optional<std::string_view> pk;
+    if (path.kind == ResourceKind::kEntity) pk = path.partition_key;
+    if (auto fault = DecideFault(ctx, *a, path.table, pk)) {
+      return InjectFault(ctx, a, std::move(*fault), [&ctx, a] { RunPrepared(ctx, a, false); });
+    }
+  }
+  RunPrepared(ctx, a, faults);
+}
+
+}  // namespace cerulean::server
