@@ -468,6 +468,8 @@ void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& 
   ApplyCorsHeaders(ctx, req, res);
   res.keep_alive(keep_alive);
   res.prepare_payload();
+  // HEAD: GET's headers, Content-Length included, without the body.
+  if (req.http.method() == http::verb::head) res.body().clear();
 }
 
 // Everything after the answer: common headers, metrics, access log.
