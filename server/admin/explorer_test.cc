@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/http_date.h"
 #include "server/protocol/auth.h"
 #include "server/protocol/query_plan_header.h"
 #include "server/protocol/router.h"
-#include "server/formats/text.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {

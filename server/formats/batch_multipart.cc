@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <random>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/guid.h"
 
 namespace cerulean::server {
 
@@ -431,29 +431,6 @@ class BatchParser {
   Headers* headers_ = nullptr;                // the ParsedBatch's header_storage
   Headers mime_;                              // a part's MIME headers (reused)
 };
-
-// A random version-4 GUID, lower-case hex.
-std::string NewGuid() {
-  thread_local std::mt19937_64 generator = [] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device()};
-    return std::mt19937_64(seed);
-  }();
-  uint64_t hi = generator();
-  uint64_t lo = generator();
-  hi = (hi & ~uint64_t{0xF000}) | uint64_t{0x4000};            // version 4
-  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (int i = 0; i < 32; ++i) {
-    const uint64_t word = i < 16 ? hi : lo;
-    const int shift = 60 - 4 * (i % 16);
-    if (i == 8 || i == 12 || i == 16 || i == 20) out.push_back('-');
-    out.push_back(kHex[(word >> shift) & 0xF]);
-  }
-  return out;
-}
 
 }  // namespace
 

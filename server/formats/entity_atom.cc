@@ -10,8 +10,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "server/formats/base64.h"
 #include "server/formats/entity_json.h"
-#include "server/formats/text.h"
+#include "server/formats/escape.h"
 #include "server/formats/xml_tree.h"
 #include "storage/edm_text.h"
 

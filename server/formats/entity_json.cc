@@ -18,7 +18,10 @@
 #include <span>
 #include <string>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/base64.h"
+#include "server/formats/escape.h"
+#include "server/formats/url.h"
 #include "storage/codec.h"
 #include "storage/edm_text.h"
 

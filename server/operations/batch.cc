@@ -7,11 +7,12 @@
 #include <functional>
 #include <string_view>
 
+#include "server/formats/ascii.h"
 #include "server/formats/batch_multipart.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/url.h"
 #include "server/operations/operations.h"
 #include "server/protocol/router.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

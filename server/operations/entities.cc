@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "odata/query.h"
+#include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/escape.h"
 #include "server/http/listener.h"
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
@@ -12,7 +14,6 @@
 #include "server/http/page_prefetch.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

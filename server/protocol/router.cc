@@ -12,9 +12,12 @@
 #include "server/admin/faults.h"
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
+#include "server/formats/ascii.h"
+#include "server/formats/guid.h"
+#include "server/formats/http_date.h"
+#include "server/formats/url.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 
