@@ -12,6 +12,7 @@
 #include "server/formats/entity_atom.h"
 #include "server/formats/url.h"
 #include "server/operations/operations.h"
+#include "server/protocol/entity_id.h"
 #include "server/protocol/router.h"
 
 namespace cerulean::server {

@@ -12,6 +12,7 @@
 #include "server/admin/metrics.h"
 #include "server/operations/operations.h"
 #include "server/http/page_prefetch.h"
+#include "server/protocol/entity_id.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
 
