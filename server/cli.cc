@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
 
 namespace cerulean::server {
 

@@ -20,6 +20,7 @@
 
 #include "server/http/blocking_pool.h"
 #include "server/cli.h"
+#include "server/admin/explorer.h"
 #include "server/admin/faults.h"
 #include "server/admin/fixtures.h"
 #include "server/http/listener.h"
@@ -353,6 +354,10 @@ int Serve(const server::CliOptions& cli) {
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n",
               tls ? "https" : "http", host.c_str(), listener->port());
+  if (ctx.options.explorer) {
+    std::printf("Cerulean Table service explorer is available at %s\n",
+                server::ExplorerUrl(tls != nullptr, cli.host, listener->port()).c_str());
+  }
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

@@ -1,5 +1,7 @@
 #include "server/admin/explorer.h"
 
+#include <string>
+
 namespace cerulean::server {
 
 namespace {
@@ -32,10 +34,25 @@ HttpResponse ServeExplorer(const Request& req, std::string_view path) {
     res.set("Content-Security-Policy", kContentSecurityPolicy);
     res.set("X-Frame-Options", "DENY");
     res.set("Referrer-Policy", "no-referrer");
-    if (req.http.method() == http::verb::get) res.body() = std::string(asset.body);
+    res.body() = std::string(asset.body);
     return res;
   }
   return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
+}
+
+std::string ExplorerUrl(bool https, std::string_view host, unsigned port) {
+  std::string url = https ? "https://" : "http://";
+  if (host.empty() || host == "0.0.0.0") {
+    url += "127.0.0.1";
+  } else if (host == "::" || host == "[::]") {
+    url += "[::1]";
+  } else if (host.find(':') != std::string_view::npos && !host.starts_with('[')) {
+    url.append("[").append(host).append("]");
+  } else {
+    url += host;
+  }
+  url.append(":").append(std::to_string(port)).append(kPrefix);
+  return url;
 }
 
 }  // namespace cerulean::server

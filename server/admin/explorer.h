@@ -7,6 +7,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "server/protocol/request.h"
@@ -27,7 +28,15 @@ bool IsExplorerPath(std::string_view path);
 
 // Answers GET/HEAD of "/_explorer", "/_explorer/" (index.html) and
 // "/_explorer/<asset>"; 404 ResourceNotFound for other names, 405 for other
-// methods. REQUIRES: IsExplorerPath(path).
+// methods. HEAD gets GET's response, body included: the router sends its
+// headers (Content-Length too) without the body. REQUIRES:
+// IsExplorerPath(path).
 HttpResponse ServeExplorer(const Request& req, std::string_view path);
+
+// The address a browser opens the explorer at, for a server listening on
+// `host` (a name or an IPv4 or IPv6 address, as given to --tableHost) and
+// `port`: "http[s]://host:port/_explorer", IPv6 in brackets, and a wildcard
+// host (0.0.0.0, ::), which no browser can open, replaced by loopback.
+std::string ExplorerUrl(bool https, std::string_view host, unsigned port);
 
 }  // namespace cerulean::server

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/http_date.h"
 #include "server/protocol/auth.h"
 #include "server/protocol/query_plan_header.h"
 #include "server/protocol/router.h"
-#include "server/formats/text.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {
@@ -219,6 +219,22 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
     HttpResponse js = s.Send(http::verb::get, "/_explorer/app.js", "", {}, false);
     CHECK(js[http::field::content_type] == "text/javascript; charset=utf-8");
   }
+  SUBCASE("HEAD: GET's headers, Content-Length included, and no body") {
+    for (const char* target : {"/_explorer", "/_explorer/app.js"}) {
+      CAPTURE(target);
+      HttpResponse get = s.Send(http::verb::get, target, "", {}, false);
+      HttpResponse head = s.Send(http::verb::head, target, "", {}, false);
+      CHECK(head.result_int() == 200);
+      CHECK(head.body().empty());
+      REQUIRE_FALSE(get.body().empty());
+      CHECK(head[http::field::content_length] == std::to_string(get.body().size()));
+      for (const auto& field : get) {
+        if (field.name() == http::field::date || field.name_string() == "x-ms-request-id") continue;
+        CAPTURE(field.name_string());
+        CHECK(head[field.name_string()] == field.value());
+      }
+    }
+  }
   SUBCASE("unknown names, other methods, look-alike paths") {
     CHECK(s.Send(http::verb::get, "/_explorer/nope.js", "", {}, false).result_int() == 404);
     CHECK(s.Send(http::verb::get, "/_explorer/../_metrics", "", {}, false).result_int() == 404);
@@ -239,6 +255,16 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
                 .result_int() == 201);
     CHECK(s.Send(http::verb::get, "/devstoreaccount1/secret()", "", {}, false).result_int() == 403);
   }
+}
+
+TEST_CASE("explorer URL: the listening address, a wildcard replaced by loopback") {
+  CHECK(ExplorerUrl(false, "127.0.0.1", 10002) == "http://127.0.0.1:10002/_explorer");
+  CHECK(ExplorerUrl(true, "localhost", 443) == "https://localhost:443/_explorer");
+  CHECK(ExplorerUrl(false, "0.0.0.0", 10002) == "http://127.0.0.1:10002/_explorer");
+  CHECK(ExplorerUrl(false, "", 10002) == "http://127.0.0.1:10002/_explorer");
+  CHECK(ExplorerUrl(false, "::", 1) == "http://[::1]:1/_explorer");
+  CHECK(ExplorerUrl(false, "::1", 2) == "http://[::1]:2/_explorer");
+  CHECK(ExplorerUrl(false, "[fe80::1]", 3) == "http://[fe80::1]:3/_explorer");
 }
 
 }  // namespace cerulean::server

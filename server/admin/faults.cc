@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {

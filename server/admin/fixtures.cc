@@ -3,8 +3,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "server/formats/ascii.h"
 #include "server/formats/entity_json.h"
-#include "server/formats/text.h"
+#include "server/formats/escape.h"
 
 namespace cerulean::server {
 

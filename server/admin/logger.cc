@@ -1,6 +1,7 @@
 #include "server/admin/logger.h"
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/escape.h"
 #include "server/protocol/routes.h"
 #include "storage/edm_text.h"
 

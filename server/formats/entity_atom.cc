@@ -10,9 +10,11 @@
 #include <unordered_set>
 #include <utility>
 
-#include "server/formats/entity_json.h"
-#include "server/formats/text.h"
+#include "server/formats/base64.h"
+#include "server/formats/escape.h"
 #include "server/formats/xml_tree.h"
+#include "server/protocol/entity_id.h"
+#include "server/protocol/entity_rules.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -395,14 +397,6 @@ void AppendNullProperty(std::string* out, std::string_view name) {
   *out += " m:null=\"true\" />";
 }
 
-bool Selected(const std::vector<std::string>* select, std::string_view name) {
-  if (select == nullptr) return true;
-  for (const auto& s : *select) {
-    if (s == name) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<ErrorReply> ParseAtomEntityBody(std::string_view body, bool keys_from_body,
@@ -410,34 +404,30 @@ std::optional<ErrorReply> ParseAtomEntityBody(std::string_view body, bool keys_f
   std::vector<RawProperty> props;
   if (auto err = ReadProperties(body, &props)) return err;
   entity->properties.clear();
-  bool have_pk = false, have_rk = false;
+  EntityBodyRules rules(keys_from_body);
   for (RawProperty& p : props) {
-    if (p.name == "Timestamp") continue;
+    BodyProperty kind;
     std::optional<EdmType> type;
-    if (p.type) {
-      type = ParseEdmTypeName(*p.type);
-      if (!type) return ErrorReply(AzureError::kInvalidInput);
-    }
-    if (p.name == "PartitionKey" || p.name == "RowKey") {
-      if (!keys_from_body) continue;
-      if (p.is_null) return ErrorReply(AzureError::kPropertiesNeedValue);
-      if (type && *type != EdmType::kString) return ErrorReply(AzureError::kInvalidInput);
-      if (p.name == "PartitionKey") {
+    // XML carries every value as text: a string as far as the key rules go.
+    if (auto err = rules.Classify(p.name, p.type, p.is_null, true, &kind, &type)) return err;
+    switch (kind) {
+      case BodyProperty::kIgnored:
+        break;
+      case BodyProperty::kPartitionKey:
         entity->partition_key = std::move(p.text);
-        have_pk = true;
-      } else {
+        break;
+      case BodyProperty::kRowKey:
         entity->row_key = std::move(p.text);
-        have_rk = true;
+        break;
+      case BodyProperty::kValue: {
+        Value v;
+        if (auto err = ConvertAtomValue(p, type.value_or(EdmType::kString), &v)) return err;
+        entity->properties.push_back({std::move(p.name), std::move(v)});
+        break;
       }
-      continue;
     }
-    if (auto err = ValidatePropertyName(p.name)) return err;
-    if (p.is_null) continue;  // null: not stored
-    Value v;
-    if (auto err = ConvertAtomValue(p, type.value_or(EdmType::kString), &v)) return err;
-    entity->properties.push_back({std::move(p.name), std::move(v)});
   }
-  return CheckParsedEntity(*entity, keys_from_body, have_pk && have_rk);
+  return rules.Finish(*entity);
 }
 
 std::optional<ErrorReply> ParseAtomTableBody(std::string_view body, std::string* table_name) {
@@ -469,9 +459,10 @@ void AppendEntityAtom(std::string* out, const Entity& e, const AtomContext& ctx,
   AppendXmlText(out, ETagFor(e.timestamp), true);
   *out += "\">";
   AppendEntryHead(out, ctx, EntityPath(ctx.table, e.partition_key, e.row_key));
-  if (Selected(select, "PartitionKey")) AppendStringProperty(out, "PartitionKey", e.partition_key);
-  if (Selected(select, "RowKey")) AppendStringProperty(out, "RowKey", e.row_key);
-  if (Selected(select, "Timestamp"))
+  if (IsSelected(select, "PartitionKey"))
+    AppendStringProperty(out, "PartitionKey", e.partition_key);
+  if (IsSelected(select, "RowKey")) AppendStringProperty(out, "RowKey", e.row_key);
+  if (IsSelected(select, "Timestamp"))
     AppendAtomValue(out, "Timestamp", Value::DateTimeTicks(e.timestamp));
   if (select == nullptr) {
     for (const auto& p : e.properties) AppendAtomValue(out, p.name, p.value);

@@ -1,7 +1,7 @@
 // AtomPub codec for entities and tables (payload.md §6), the format of
-// x-ms-version before 2015-12-11: Atom request bodies -> storage::Entity with
-// the same validation and errors as JSON bodies (entity_json.h), and
-// entities and tables -> Atom entries and feeds.
+// x-ms-version before 2015-12-11: Atom request bodies -> storage::Entity,
+// checked by the same rules as JSON bodies (server/protocol/entity_rules.h),
+// and entities and tables -> Atom entries and feeds.
 // Elements and attributes are matched by namespace URI, never by prefix.
 // Thread-safety: pure functions.
 #pragma once

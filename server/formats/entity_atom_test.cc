@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "server/formats/entity_json.h"
+#include "server/formats/escape.h"
 #include "server/protocol/router.h"
-#include "server/formats/text.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

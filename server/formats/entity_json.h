@@ -1,5 +1,7 @@
-// JSON codec for entities and tables: request bodies -> storage::Entity with
-// Azure's validation, and entities -> JSON at each OData metadata level.
+// JSON codec for entities and tables: request bodies -> storage::Entity
+// (entity_json_reader.cc), checked by Azure's rules
+// (server/protocol/entity_rules.h), and entities -> JSON at each OData
+// metadata level (entity_json_writer.cc).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -21,46 +23,14 @@ enum class Metadata { kNone, kMinimal, kFull };
 std::string_view JsonContentType(Metadata level);
 
 // Parses and validates an entity body (payload.md §2.3, errors-limits.md
-// §4). Keys are read from the body iff `keys_from_body` (insert); otherwise
-// the caller sets them from the URL. Returns the error to answer, if any.
+// §4, by the rules of EntityBodyRules). Keys are read from the body iff
+// `keys_from_body` (insert); otherwise the caller sets them from the URL.
+// Returns the error to answer, if any.
 std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_body,
                                           storage::Entity* entity);
 
-// Validates a key value (body form: OutOfRangeInput naming the key, or
-// PropertyValueTooLarge).
-std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value);
-
-// Validates an entity's size and property count after parsing.
-std::optional<ErrorReply> ValidateEntityLimits(const storage::Entity& entity);
-// The checks that end the parsing of any entity body (JSON or Atom): both
-// keys present (`have_keys`) and valid when they come from the body, and
-// the entity within Azure's limits.
-std::optional<ErrorReply> CheckParsedEntity(const storage::Entity& entity, bool keys_from_body,
-                                            bool have_keys);
-
-// Rules shared with the Atom codec (entity_atom.h), so that both body
-// formats refuse the same input with the same error.
-// The type named by an annotation ("Edm.Int64"), or nullopt for any other
-// name (Edm.Single, Edm.Decimal... are not Table types).
-std::optional<storage::EdmType> ParseEdmTypeName(std::string_view name);
-// PropertyNameInvalid / PropertyNameTooLong unless `name` is an identifier of
-// at most 255 UTF-16 units (errors-limits.md §4.3).
-std::optional<ErrorReply> ValidatePropertyName(std::string_view name);
-// PropertyValueTooLarge iff a string or binary value exceeds its limit.
-std::optional<ErrorReply> ValidateValueSize(const storage::Value& value);
-// OutOfRangeInput naming property `name` iff `ticks` is before 1601.
-std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t ticks);
-
 // Parses {"TableName":"..."} (Create Table body).
 std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* table_name);
-
-// W/"datetime'2021-10-15T16%3A13%3A24.0914302Z'"
-std::string ETagFor(int64_t ticks);
-// Appends ETagFor(ticks) to *out.
-void AppendETag(std::string* out, int64_t ticks);
-// The ticks of a canonical ETag produced by ETagFor, or nullopt. The weak prefix may be
-// written `w/`, as HTTP stacks such as .NET's accept it.
-std::optional<int64_t> ParseETag(std::string_view etag);
 
 // Where an entity or table lives, for odata.metadata/id/editLink.
 struct JsonContext {
@@ -93,11 +63,5 @@ size_t EntityRowJsonBound(const storage::EntityRow& row, size_t property_count,
 
 // Appends one table object ({"TableName":..} plus metadata members).
 void AppendTableJson(std::string* out, std::string_view name, const JsonContext& ctx, bool element);
-
-// Key path "t(PartitionKey='a',RowKey='b')" with quotes doubled.
-std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk);
-// Appends EntityPath(table, pk, rk) to *out.
-void AppendEntityPath(std::string* out, std::string_view table, std::string_view pk,
-                      std::string_view rk);
 
 }  // namespace cerulean::server

@@ -1,10 +1,11 @@
 // libFuzzer entry for the JSON entity codec: the entity body parser (both
 // the simdjson path and the slow path for numbers beyond 64 bits), the
-// Create Table body and ETag parsers. Besides "no crash, no hang, no
-// sanitizer report" it checks that an accepted entity, written back at full
-// metadata, fits the bound its buffer is sized by and parses again to the
-// same properties. Seeds: server/fuzz_seeds/entity_json/; build and run:
-// scripts/fuzz.sh (README, "Fuzzing").
+// Create Table body and ETag (server/protocol/entity_id.h) parsers. Besides
+// "no crash, no hang, no sanitizer report" it checks that an accepted
+// entity, written back at full metadata, fits the bound its buffer is sized
+// by and parses again to the same properties. Seeds:
+// server/fuzz_seeds/entity_json/; build and run: scripts/fuzz.sh (README,
+// "Fuzzing").
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "server/formats/entity_json.h"
+#include "server/protocol/entity_id.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using cerulean::server::JsonContext;

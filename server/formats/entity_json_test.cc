@@ -427,20 +427,6 @@ TEST_CASE("select renders missing properties as null") {
   CHECK(out == R"({"RowKey":"r","A":1,"Missing":null})");
 }
 
-TEST_CASE("ETags") {
-  int64_t t = *storage::ParseDateTime("2021-10-15T16:13:24.0914302Z");
-  CHECK(ETagFor(t) == "W/\"datetime'2021-10-15T16%3A13%3A24.0914302Z'\"");
-  CHECK(ParseETag(ETagFor(t)) == t);
-  CHECK_FALSE(ParseETag("W/\"wrong\"").has_value());
-  // A lower-case weak prefix names the same ETag.
-  std::string lower = ETagFor(t);
-  lower[0] = 'w';
-  CHECK(ParseETag(lower) == t);
-  CHECK_FALSE(ParseETag("x/" + ETagFor(t).substr(2)).has_value());
-  CHECK_FALSE(ParseETag("").has_value());
-  CHECK_FALSE(ParseETag("W/\"datetime'2021-10-15T16%3A13%3A24.09143020Z'\"").has_value());
-}
-
 TEST_CASE("continuation tokens") {
   CHECK(EncodeContinuation("Smith") == "1!8!U21pdGg-");
   CHECK(EncodeContinuation("CabQuery") == "1!12!Q2FiUXVlcnk-");

@@ -5,9 +5,9 @@
 #include "server/admin/explorer.h"
 #include "server/admin/faults.h"
 #include "server/admin/metrics.h"
+#include "server/formats/url.h"
 #include "server/operations/test_double.h"
 #include "server/http/page_prefetch.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

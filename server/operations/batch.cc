@@ -7,13 +7,15 @@
 #include <functional>
 #include <string_view>
 
+#include "server/formats/ascii.h"
 #include "server/formats/batch_multipart.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/url.h"
 #include "server/operations/operations.h"
 #include "server/protocol/content_negotiation.h"
+#include "server/protocol/entity_id.h"
 #include "server/protocol/resource_path.h"
 #include "server/protocol/routes.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

@@ -1,9 +1,10 @@
 // Service-level operations: Get/Set Table Service Properties, Get Table
 // Service Stats, the CORS preflight and CORS response headers.
+#include "server/formats/ascii.h"
+#include "server/formats/http_date.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/service_properties.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

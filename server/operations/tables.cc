@@ -1,9 +1,10 @@
 // Table operations: Query Tables, Get Table, Create Table, Delete Table, and
 // the table ACL.
+#include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/escape.h"
 #include "server/operations/operations.h"
 #include "server/protocol/query_options.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

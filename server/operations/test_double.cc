@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "server/admin/faults.h"
+#include "server/formats/url.h"
 #include "server/operations/admin.h"
-#include "server/formats/text.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

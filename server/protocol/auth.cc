@@ -5,10 +5,15 @@
 #include <boost/property_tree/ptree.hpp>
 #include <chrono>
 
+#include "server/formats/ascii.h"
+#include "server/formats/base64.h"
+#include "server/formats/escape.h"
+#include "server/formats/http_date.h"
+#include "server/formats/url.h"
+#include "server/protocol/hmac.h"
 #include "server/protocol/oauth.h"
 #include "server/protocol/request.h"
 #include "server/protocol/routes.h"
-#include "server/formats/text.h"
 #include "server/formats/xml_tree.h"
 #include "storage/edm_text.h"
 #include "storage/value.h"

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "server/formats/base64.h"
 #include "server/protocol/auth.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

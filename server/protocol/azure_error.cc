@@ -1,6 +1,6 @@
 #include "server/protocol/azure_error.h"
 
-#include "server/formats/text.h"
+#include "server/formats/escape.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

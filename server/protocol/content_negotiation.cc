@@ -1,6 +1,6 @@
 #include "server/protocol/content_negotiation.h"
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
 
 namespace cerulean::server {
 

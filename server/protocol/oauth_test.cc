@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "server/formats/text.h"
+#include "server/formats/base64.h"
 
 namespace cerulean::server {
 

@@ -3,7 +3,8 @@
 #include <charconv>
 #include <unordered_set>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/base64.h"
 
 namespace cerulean::server {
 

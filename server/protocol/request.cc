@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "server/formats/entity_atom.h"
+#include "server/formats/url.h"
 #include "server/protocol/oauth.h"
-#include "server/formats/text.h"
 
 namespace cerulean::server {
 

@@ -6,8 +6,14 @@
 #include <vector>
 
 #include "server/admin/faults.h"
-#include "server/formats/text.h"
+#include "server/admin/logger.h"
+#include "server/admin/metrics.h"
+#include "server/formats/ascii.h"
+#include "server/formats/guid.h"
+#include "server/formats/http_date.h"
+#include "server/formats/url.h"
 #include "server/operations/admin.h"
+#include "server/operations/operations.h"
 #include "server/protocol/routes.h"
 #include "server/protocol/scheduler.h"
 

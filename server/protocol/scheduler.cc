@@ -8,7 +8,7 @@
 #include "server/admin/faults.h"
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
-#include "server/formats/text.h"
+#include "server/formats/http_date.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/routes.h"
@@ -52,6 +52,8 @@ void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& 
   ApplyCorsHeaders(ctx, req, res);
   res.keep_alive(keep_alive);
   res.prepare_payload();
+  // HEAD: GET's headers, Content-Length included, without the body.
+  if (req.http.method() == http::verb::head) res.body().clear();
 }
 
 }  // namespace

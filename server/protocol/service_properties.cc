@@ -2,7 +2,8 @@
 
 #include <boost/property_tree/ptree.hpp>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/escape.h"
 #include "server/formats/xml_tree.h"
 
 namespace cerulean::server {

@@ -1,13 +1,12 @@
-#include "server/formats/batch_multipart.h"
-
+// The reading half of the $batch codec (batch_multipart.h): a multipart/mixed
+// body split into its change set's embedded HTTP requests.
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <random>
 
-#include "server/formats/text.h"
+#include "server/formats/ascii.h"
+#include "server/formats/batch_multipart.h"
 
 namespace cerulean::server {
 
@@ -50,24 +49,6 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
-char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool AsciiIEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  if (a == b) return true;  // the usual case: header names as the SDKs write them
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
-
-// `s` without leading and trailing spaces and tabs.
-std::string_view TrimBlanks(std::string_view s) {
-  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // `s` without leading and trailing spaces, tabs, CRs and LFs.
 std::string_view TrimSpaceAndBreaks(std::string_view s) {
   while (!s.empty() && IsSpaceOrBreak(s.front())) s.remove_prefix(1);
@@ -94,7 +75,7 @@ bool NextLine(std::string_view* text, std::string_view* line) {
 std::optional<std::string_view> FindHeader(std::span<const BatchHeader> headers,
                                            std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (AsciiIEquals(key, name)) return value;
+    if (IEquals(key, name)) return value;
   }
   return std::nullopt;
 }
@@ -102,12 +83,12 @@ std::optional<std::string_view> FindHeader(std::span<const BatchHeader> headers,
 // The media type of a Content-Type value ("type/subtype", parameters and
 // surrounding blanks removed).
 std::string_view MediaType(std::string_view content_type) {
-  return TrimBlanks(content_type.substr(0, content_type.find(';')));
+  return Trim(content_type.substr(0, content_type.find(';')));
 }
 
 // The boundary parameter of a `multipart/mixed` Content-Type value, unquoted.
 Result<std::string> MultipartBoundary(std::string_view content_type) {
-  if (!AsciiIEquals(MediaType(content_type), "multipart/mixed")) {
+  if (!IEquals(MediaType(content_type), "multipart/mixed")) {
     return Status::InvalidArgument("batch Content-Type must be multipart/mixed");
   }
   std::optional<std::string> boundary;
@@ -119,7 +100,7 @@ Result<std::string> MultipartBoundary(std::string_view content_type) {
       pos = eq;  // a parameter without a value: ignored
       continue;
     }
-    const std::string_view name = TrimBlanks(content_type.substr(pos, eq - pos));
+    const std::string_view name = Trim(content_type.substr(pos, eq - pos));
     size_t v = eq + 1;
     while (v < content_type.size() && IsBlank(content_type[v])) ++v;
     std::string value;
@@ -138,16 +119,15 @@ Result<std::string> MultipartBoundary(std::string_view content_type) {
       }
       if (!closed) return Status::InvalidArgument("unterminated quoted string in Content-Type");
       pos = content_type.find(';', v);
-      if (!TrimBlanks(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v))
-               .empty()) {
+      if (!Trim(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v)).empty()) {
         return Status::InvalidArgument("unexpected text after quoted parameter in Content-Type");
       }
     } else {
       pos = content_type.find(';', v);
-      value = std::string(
-          TrimBlanks(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v)));
+      value =
+          std::string(Trim(content_type.substr(v, pos == std::string_view::npos ? pos : pos - v)));
     }
-    if (!boundary && AsciiIEquals(name, "boundary")) boundary = std::move(value);
+    if (!boundary && IEquals(name, "boundary")) boundary = std::move(value);
   }
   if (!boundary) return Status::InvalidArgument("multipart/mixed Content-Type has no boundary");
   if (boundary->empty() || boundary->size() > kMaxBoundaryLength || boundary->back() == ' ') {
@@ -230,7 +210,7 @@ class BatchParser {
       const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
       if (!type) return Error("batch part has no Content-Type", part);
       const std::string_view media = MediaType(*type);
-      if (AsciiIEquals(media, "multipart/mixed")) {
+      if (IEquals(media, "multipart/mixed")) {
         if (have_changeset) return Error("batch contains more than one change set", part);
         if (direct_requests > 0) {
           return Error("batch mixes a change set with requests outside it", part);
@@ -254,7 +234,7 @@ class BatchParser {
           batch.parts.push_back(parsed);
           header_ranges.emplace_back(first_header, batch.header_storage.size());
         }
-      } else if (AsciiIEquals(media, "application/http")) {
+      } else if (IEquals(media, "application/http")) {
         if (have_changeset) {
           return Error("batch mixes a change set with requests outside it", part);
         }
@@ -265,7 +245,7 @@ class BatchParser {
         size_t first_header = batch.header_storage.size();
         s = ParseHttpPart(part, &parsed);
         if (!s.ok()) return s;
-        if (!AsciiIEquals(parsed.method, "GET")) {
+        if (!IEquals(parsed.method, "GET")) {
           return Error("only a GET may appear outside a change set", part);
         }
         batch.parts.push_back(parsed);
@@ -337,7 +317,7 @@ class BatchParser {
   Status ParseHeaderBlock(std::string_view* text, Headers* headers, size_t first) const {
     std::string_view line;
     while (NextLine(text, &line)) {
-      if (TrimBlanks(line).empty()) return Status::Ok();
+      if (Trim(line).empty()) return Status::Ok();
       if (HasControlChar(line)) return Error("control character in header", line);
       if (IsBlank(line.front())) {
         if (headers->size() == first) {
@@ -349,15 +329,15 @@ class BatchParser {
         }
         std::string& joined = joined_->back();
         joined.push_back(' ');
-        joined.append(TrimBlanks(line));
+        joined.append(Trim(line));
         value = joined;
         continue;
       }
       const size_t colon = line.find(':');
       if (colon == std::string_view::npos) return Error("expected ':' in header", line);
-      const std::string_view name = TrimBlanks(line.substr(0, colon));
+      const std::string_view name = Trim(line.substr(0, colon));
       if (!IsToken(name)) return Error("invalid header name", line);
-      headers->emplace_back(name, TrimBlanks(line.substr(colon + 1)));
+      headers->emplace_back(name, Trim(line.substr(colon + 1)));
     }
     return Status::Ok();
   }
@@ -372,12 +352,12 @@ class BatchParser {
     Status s = ParseHeaderBlock(&rest, &mime, 0);
     if (!s.ok()) return s;
     const std::optional<std::string_view> type = FindHeader(mime, "Content-Type");
-    if (!type || !AsciiIEquals(MediaType(*type), "application/http")) {
+    if (!type || !IEquals(MediaType(*type), "application/http")) {
       return Error("change set part Content-Type must be application/http", part);
     }
     const std::optional<std::string_view> encoding = FindHeader(mime, "Content-Transfer-Encoding");
-    if (encoding && !AsciiIEquals(*encoding, "binary") && !AsciiIEquals(*encoding, "8bit") &&
-        !AsciiIEquals(*encoding, "7bit")) {
+    if (encoding && !IEquals(*encoding, "binary") && !IEquals(*encoding, "8bit") &&
+        !IEquals(*encoding, "7bit")) {
       return Error("unsupported Content-Transfer-Encoding (expected binary)", part);
     }
 
@@ -432,29 +412,6 @@ class BatchParser {
   Headers mime_;                              // a part's MIME headers (reused)
 };
 
-// A random version-4 GUID, lower-case hex.
-std::string NewGuid() {
-  thread_local std::mt19937_64 generator = [] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device()};
-    return std::mt19937_64(seed);
-  }();
-  uint64_t hi = generator();
-  uint64_t lo = generator();
-  hi = (hi & ~uint64_t{0xF000}) | uint64_t{0x4000};            // version 4
-  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (int i = 0; i < 32; ++i) {
-    const uint64_t word = i < 16 ? hi : lo;
-    const int shift = 60 - 4 * (i % 16);
-    if (i == 8 || i == 12 || i == 16 || i == 20) out.push_back('-');
-    out.push_back(kHex[(word >> shift) & 0xF]);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<std::string_view> BatchPart::Header(std::string_view name) const {
@@ -465,177 +422,6 @@ storage::Result<ParsedBatch> ParseBatch(std::string_view content_type, std::stri
   Result<std::string> boundary = MultipartBoundary(content_type);
   if (!boundary.ok()) return boundary.status();
   return BatchParser(body).Parse(*boundary);
-}
-
-BatchResponseWriter::BatchResponseWriter(bool changeset, size_t reserve)
-    : changeset_(changeset), batch_boundary_("batchresponse_" + NewGuid()) {
-  out_.reserve(reserve);
-  if (changeset_) {
-    const std::string changeset_boundary = "changesetresponse_" + NewGuid();
-    out_.append("--").append(batch_boundary_).append("\r\n");
-    out_.append("Content-Type: multipart/mixed; boundary=")
-        .append(changeset_boundary)
-        .append("\r\n\r\n");
-    part_delimiter_ = "--" + changeset_boundary + "\r\n";
-  } else {
-    part_delimiter_ = "--" + batch_boundary_ + "\r\n";
-  }
-}
-
-void BatchResponseWriter::BeginPart(int status, std::optional<std::string_view> content_id) {
-  EndPart();
-  in_part_ = true;
-  in_headers_ = true;
-  out_.append(part_delimiter_);
-  out_.append("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n");
-  if (status < 100 || status > 999) status = 500;
-  char digits[3] = {static_cast<char>('0' + status / 100),
-                    static_cast<char>('0' + status / 10 % 10),
-                    static_cast<char>('0' + status % 10)};
-  out_.append("HTTP/1.1 ").append(digits, 3).push_back(' ');
-  out_.append(ReasonPhrase(status)).append("\r\n");
-  if (content_id) AddHeader("Content-ID", *content_id);
-}
-
-void BatchResponseWriter::AddHeader(std::string_view name, std::string_view value) {
-  // One check of the whole line (": " holds no line break).
-  const size_t start = out_.size();
-  out_.append(name).append(": ").append(value);
-  if (HasLineBreak(std::string_view(out_).substr(start))) {
-    for (size_t i = start; i < out_.size(); ++i) {
-      if (out_[i] == '\r' || out_[i] == '\n') out_[i] = ' ';
-    }
-  }
-  out_.append("\r\n");
-}
-
-void BatchResponseWriter::AddFixedHeaders(std::string_view lines) { out_.append(lines); }
-
-std::string* BatchResponseWriter::Body() {
-  if (in_headers_) out_.append("\r\n");
-  in_headers_ = false;
-  return &out_;
-}
-
-void BatchResponseWriter::EndPart() {
-  if (!in_part_) return;
-  Body();
-  out_.append("\r\n");
-  in_part_ = false;
-}
-
-std::string BatchResponseWriter::Finish(std::string* content_type) {
-  EndPart();
-  if (changeset_) {
-    // The part delimiter without its line break, closed.
-    out_.append(part_delimiter_, 0, part_delimiter_.size() - 2).append("--\r\n");
-  }
-  out_.append("--").append(batch_boundary_).append("--\r\n");
-  *content_type = "multipart/mixed; boundary=" + batch_boundary_;
-  return std::move(out_);
-}
-
-std::string SerializeBatchResponse(const std::vector<BatchSubResponse>& subs, bool changeset,
-                                   std::string* content_type) {
-  size_t estimate = 256;
-  for (const BatchSubResponse& sub : subs) estimate += 256 + sub.body.size();
-  BatchResponseWriter writer(changeset, estimate);
-  for (const BatchSubResponse& sub : subs) {
-    writer.BeginPart(sub.status, sub.content_id);
-    for (const auto& [name, value] : sub.headers) writer.AddHeader(name, value);
-    writer.Body()->append(sub.body);
-  }
-  return writer.Finish(content_type);
-}
-
-std::string_view ReasonPhrase(int status) {
-  // RFC 2616 phrases, as the Table service writes them.
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 101:
-      return "Switching Protocols";
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 202:
-      return "Accepted";
-    case 203:
-      return "Non-Authoritative Information";
-    case 204:
-      return "No Content";
-    case 205:
-      return "Reset Content";
-    case 206:
-      return "Partial Content";
-    case 300:
-      return "Multiple Choices";
-    case 301:
-      return "Moved Permanently";
-    case 302:
-      return "Found";
-    case 303:
-      return "See Other";
-    case 304:
-      return "Not Modified";
-    case 305:
-      return "Use Proxy";
-    case 307:
-      return "Temporary Redirect";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 402:
-      return "Payment Required";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 406:
-      return "Not Acceptable";
-    case 407:
-      return "Proxy Authentication Required";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Gone";
-    case 411:
-      return "Length Required";
-    case 412:
-      return "Precondition Failed";
-    case 413:
-      return "Request Entity Too Large";
-    case 414:
-      return "Request-URI Too Long";
-    case 415:
-      return "Unsupported Media Type";
-    case 416:
-      return "Requested Range Not Satisfiable";
-    case 417:
-      return "Expectation Failed";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
 }
 
 }  // namespace cerulean::server

@@ -1,0 +1,90 @@
+#include "server/formats/ascii.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace cerulean::server {
+
+namespace {
+
+constexpr uint64_t kSwarOnes = 0x0101010101010101ULL;
+constexpr uint64_t kSwarHigh = 0x8080808080808080ULL;
+
+// Nonzero iff some byte of x is zero (exact for the word as a whole).
+constexpr uint64_t SwarHasZero(uint64_t x) { return (x - kSwarOnes) & ~x & kSwarHigh; }
+
+// Whether some byte of `s` satisfies `byte`, eight bytes at a time: `word`
+// must be nonzero for every 8-byte word holding such a byte (it may be
+// nonzero for others too: those words are checked byte by byte).
+template <typename WordTest, typename ByteTest>
+bool SwarAny(std::string_view s, WordTest word, ByteTest byte) {
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (word(w) == 0) continue;
+    for (size_t j = i; j < i + 8; ++j) {
+      if (byte(static_cast<unsigned char>(s[j]))) return true;
+    }
+  }
+  // The last partial word: the string's last eight bytes as one (they
+  // overlap bytes already checked), so that only a word that holds a match
+  // is checked byte by byte.
+  if (i < s.size() && s.size() >= 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    if (word(w) == 0) return false;
+  }
+  for (; i < s.size(); ++i) {
+    if (byte(static_cast<unsigned char>(s[i]))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HasLineBreak(std::string_view s) {
+  return SwarAny(
+      s,
+      [](uint64_t w) {
+        return SwarHasZero(w ^ (kSwarOnes * '\r')) | SwarHasZero(w ^ (kSwarOnes * '\n'));
+      },
+      [](unsigned char c) { return c == '\r' || c == '\n'; });
+}
+
+bool HasControlChar(std::string_view s) {
+  return SwarAny(
+      s,
+      // A byte below 0x20 (tabs included: checked exactly below) or 0x7F.
+      [](uint64_t w) {
+        return ((w - kSwarOnes * 0x20) & ~w & kSwarHigh) | SwarHasZero(w ^ (kSwarOnes * 0x7F));
+      },
+      [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7F; });
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x += 32;
+    if (y >= 'A' && y <= 'Z') y += 32;
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c += 32;
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace cerulean::server
