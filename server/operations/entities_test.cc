@@ -11,28 +11,10 @@
 namespace cerulean::server {
 namespace {
 
+using testing::CheckJsonError;
 using testing::HeaderOf;
-using testing::Normalized;
+using testing::kMinimalJson;
 using testing::TestServer;
-
-constexpr std::string_view kMinimalJson =
-    "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
-
-// The odata.error body of `code` with `message`, as Normalized shows it.
-std::string JsonError(std::string_view code, std::string_view message) {
-  return R"({"odata.error":{"code":")" + std::string(code) +
-         R"(","message":{"lang":"en-US","value":")" + std::string(message) +
-         R"(\nRequestId:<id>\nTime:<time>"}}})";
-}
-
-// Checks that `res` is the JSON error `code` with `status` and `message`.
-void CheckJsonError(const HttpResponse& res, int status, std::string_view code,
-                    std::string_view message) {
-  CHECK(res.result_int() == status);
-  CHECK(HeaderOf(res, "x-ms-error-code") == code);
-  CHECK(HeaderOf(res, "Content-Type") == kMinimalJson);
-  CHECK(Normalized(res.body()) == JsonError(code, message));
-}
 
 // A server with table "items".
 struct ItemsServer : TestServer {

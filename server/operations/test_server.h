@@ -96,4 +96,24 @@ inline std::string Normalized(std::string text) {
   return std::regex_replace(text, kBoundary, "$1_<guid>");
 }
 
+inline constexpr std::string_view kMinimalJson =
+    "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
+
+// The odata.error body of `code` with `message`, as Normalized shows it.
+inline std::string JsonError(std::string_view code, std::string_view message) {
+  return R"({"odata.error":{"code":")" + std::string(code) +
+         R"(","message":{"lang":"en-US","value":")" + std::string(message) +
+         R"(\nRequestId:<id>\nTime:<time>"}}})";
+}
+
+// Checks that `res` is the JSON error `code` with `status` and `message`, at
+// minimal metadata.
+inline void CheckJsonError(const HttpResponse& res, int status, std::string_view code,
+                           std::string_view message) {
+  CHECK(res.result_int() == status);
+  CHECK(HeaderOf(res, "x-ms-error-code") == code);
+  CHECK(HeaderOf(res, "Content-Type") == kMinimalJson);
+  CHECK(Normalized(res.body()) == JsonError(code, message));
+}
+
 }  // namespace cerulean::server::testing
