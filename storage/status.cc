@@ -37,6 +37,9 @@ std::string Status::ToString() const {
     case StatusCode::kNotSupported:
       name = "NotSupported";
       break;
+    case StatusCode::kTooManyProperties:
+      name = "TooManyProperties";
+      break;
   }
   return message_.empty() ? std::string(name) : std::string(name) + ": " + message_;
 }

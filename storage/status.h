@@ -24,7 +24,12 @@ enum class StatusCode {
   kCorruption,          // stored bytes do not decode
   kBusy,                // storage temporarily unusable
   kNotSupported,        // this backend does not offer the operation
+  kTooManyProperties,   // a write leaves an entity over kMaxCustomProperties
 };
+
+// The last StatusCode: a new code goes after it and this moves to it, so
+// that tests can walk every code.
+inline constexpr StatusCode kLastStatusCode = StatusCode::kTooManyProperties;
 
 class [[nodiscard]] Status {
  public:
@@ -51,6 +56,9 @@ class [[nodiscard]] Status {
   static Status Busy(std::string msg) { return {StatusCode::kBusy, std::move(msg)}; }
   static Status NotSupported(std::string msg) {
     return {StatusCode::kNotSupported, std::move(msg)};
+  }
+  static Status TooManyProperties(std::string msg = {}) {
+    return {StatusCode::kTooManyProperties, std::move(msg)};
   }
 
   bool ok() const { return code_ == StatusCode::kOk; }

@@ -216,8 +216,7 @@ class Store {
   // Applies `ops` atomically: all take effect or none does. On failure
   // returns the failing op's index (kTableNotFound reports index 0).
   // Statuses: kTableNotFound, kAlreadyExists, kNotFound, kConditionFailed,
-  // kInvalidArgument (merge result over kMaxCustomProperties; message
-  // "TooManyProperties"), kIOError.
+  // kTooManyProperties (merge result over kMaxCustomProperties), kIOError.
   // REQUIRES: no two ops address the same key.
   virtual Status Apply(const std::string& account, const std::string& table,
                        const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) = 0;

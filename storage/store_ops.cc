@@ -66,7 +66,7 @@ Status PlanWrite(const WriteOp& op, bool exists, int64_t prev_ts, std::string_vi
     final_props = scratch;
   }
   if (final_props->size() > kMaxCustomProperties) {
-    return Status::InvalidArgument("TooManyProperties");
+    return Status::TooManyProperties();
   }
   *ts = exists ? std::max(base, prev_ts + 1) : base;
   EncodeProperties(*final_props, props);

@@ -28,8 +28,8 @@ std::optional<KeyBound> EffectiveLower(const std::optional<KeyBound>& lower,
 
 // Decides what `op` does to its row, given the row as read (`exists`, its
 // timestamp and encoded properties; `stored_props` is read only for a
-// merge): a refusal (kNotFound, kConditionFailed, kInvalidArgument
-// "TooManyProperties"), kCorruption if the stored properties do not decode,
+// merge): a refusal (kNotFound, kConditionFailed, kTooManyProperties),
+// kCorruption if the stored properties do not decode,
 // or Ok with *remove set (a delete) or *ts and *props (encoded) the row to
 // write. The new timestamp is `base`, or above `prev_ts` if that is not below
 // it, so every write of an entity changes its ETag. `scratch` is reused

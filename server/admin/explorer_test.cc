@@ -11,57 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "server/formats/http_date.h"
-#include "server/protocol/auth.h"
+#include "server/operations/test_server.h"
 #include "server/protocol/query_plan_header.h"
-#include "server/protocol/router.h"
-#include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {
 namespace {
 
-struct Server {
-  std::unique_ptr<storage::SqliteStore> store;
-  ServerContext ctx;
-
-  Server() {
-    storage::SqliteStoreOptions options;
-    options.in_memory = true;
-    auto opened = storage::SqliteStore::Open(options);
-    REQUIRE(opened.ok());
-    store = std::move(opened).value();
-    ctx.store = store.get();
-    REQUIRE(ctx.accounts.AddDefault());
-  }
-
-  // Sends `target` (path-style, from the origin), signed with the
-  // development account's key unless `sign` is false.
-  HttpResponse Send(http::verb verb, const std::string& target, const std::string& body = "",
-                    const std::vector<std::pair<std::string, std::string>>& headers = {},
-                    bool sign = true) {
-    HttpRequest req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1:10002");
-    req.set("x-ms-version", "2019-02-02");
-    req.set(http::field::accept, "application/json;odata=minimalmetadata");
-    for (const auto& [name, value] : headers) req.set(name, value);
-    if (!body.empty()) {
-      req.set(http::field::content_type, "application/json");
-      req.body() = body;
-      req.prepare_payload();
-    }
-    if (sign) {
-      std::string date = HttpDateNow();
-      req.set("x-ms-date", date);
-      std::string path = target.substr(0, target.find('?'));
-      std::string sts = SharedKeyStringToSign(req.method_string(), "", Header(req, "Content-Type"),
-                                              date, "/devstoreaccount1" + path);
-      req.set(http::field::authorization,
-              "SharedKey devstoreaccount1:" +
-                  Sign(ctx.accounts.Find("devstoreaccount1")->keys[0], sts));
-    }
-    return HandleRequest(ctx, req, "127.0.0.1");
-  }
-
+struct Server : testing::TestServer {
   // The plan header of a query of table "plans", parsed.
   nlohmann::json Plan(const std::string& query) {
     HttpResponse res = Send(http::verb::get, "/devstoreaccount1/plans()?" + query, "",
@@ -245,7 +201,7 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
     CHECK_FALSE(IsExplorerPath("/_explorerx"));
   }
   SUBCASE("turned off: an unknown path") {
-    s.ctx.options.explorer = false;
+    s.ctx().options.explorer = false;
     HttpResponse res = s.Send(http::verb::get, "/_explorer", "", {}, false);
     CHECK(res.result_int() == 400);
     CHECK(res["x-ms-error-code"] == "InvalidUri");

@@ -14,6 +14,7 @@
 #include "server/operations/operations.h"
 #include "server/protocol/content_negotiation.h"
 #include "server/protocol/entity_id.h"
+#include "server/protocol/error_response.h"
 #include "server/protocol/resource_path.h"
 #include "server/protocol/routes.h"
 
@@ -136,26 +137,29 @@ std::vector<std::pair<std::string_view, std::string>> CommonSubHeaders() {
   return headers;
 }
 
-BatchSubResponse ErrorSub(const Request& req, const BatchPart* part, const BatchOp* op,
-                          const BatchFailure& f) {
-  const ErrorInfo& info = Describe(f.error.error);
+// How the error of operation `op` is answered (JSON at minimal metadata when
+// `op` is null); `index` prefixes the message of a change set's failure.
+ErrorForm OperationErrorForm(const Request& req, const BatchOp* op, std::optional<size_t> index) {
+  ErrorForm form;
+  form.scope = ErrorScope::kOperation;
+  if (op) {
+    form.xml = !op->json_errors;
+    form.metadata = op->format;
+    form.prefer = op->prefer;
+  }
+  form.index = index;
+  form.request_id = req.request_id;
+  return form;
+}
+
+// The sub-response of `error`, in part `part` (null: no Content-ID).
+BatchSubResponse ErrorSub(const ErrorReply& error, const ErrorForm& form, const BatchPart* part) {
+  ErrorAnswer answer = RenderError(error, form);
   BatchSubResponse sub;
-  sub.status = info.status;
+  sub.status = answer.status;
   if (part) sub.content_id = part->content_id;
-  sub.headers = CommonSubHeaders();
-  if (op && (op->prefer == "return-content" || op->prefer == "return-no-content")) {
-    sub.headers.emplace_back("Preference-Applied", op->prefer);
-  }
-  sub.headers.emplace_back("DataServiceVersion", "3.0;");
-  std::string message = std::to_string(f.index) + ":" + std::string(f.error.Message());
-  if (op == nullptr || op->json_errors) {
-    sub.headers.emplace_back("Content-Type",
-                             std::string(JsonContentType(op ? op->format : Metadata::kMinimal)));
-    sub.body = JsonErrorBody(info.code, message, req.request_id);
-  } else {
-    sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
-    sub.body = XmlErrorBody(info.code, message, req.request_id);
-  }
+  sub.headers = std::move(answer.headers);
+  sub.body = std::move(answer.body);
   return sub;
 }
 
@@ -212,11 +216,8 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   if (!entity.ok() || !req.grant.InRange(op.path.partition_key, op.path.row_key)) {
     ErrorReply e =
         entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
-    subs.push_back(ErrorSub(req, &part, &op, BatchFailure{0, e}));
     // A retrieve's error carries no index prefix.
-    subs.back().body = op.json_errors
-                           ? JsonErrorBody(Describe(e.error).code, e.Message(), req.request_id)
-                           : XmlErrorBody(Describe(e.error).code, e.Message(), req.request_id);
+    subs.push_back(ErrorSub(e, OperationErrorForm(req, &op, std::nullopt), &part));
     return MultipartResponse(req, subs, false);
   }
   BatchSubResponse sub;
@@ -326,7 +327,7 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
     }
     size_t i = outcome.error.index < ops.size() ? outcome.error.index : 0;
     return MultipartResponse(
-        req, {ErrorSub(req, &parts[i], &ops[i], BatchFailure{i, FromStatus(s)})}, true);
+        req, {ErrorSub(FromStatus(s), OperationErrorForm(req, &ops[i], i), &parts[i])}, true);
   }
 
   // Written straight into the response body: about 500 bytes of framing and
@@ -386,14 +387,13 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
   state->batch = std::move(*parsed);
   const std::vector<BatchPart>& parts = state->batch.parts;
   if (parts.empty()) {
-    BatchSubResponse sub;
-    sub.status = 400;
-    sub.headers = CommonSubHeaders();
-    sub.headers.emplace_back("DataServiceVersion", "1.0;");
-    sub.headers.emplace_back("Content-Type", "application/xml;charset=utf-8");
-    sub.body = XmlErrorBody("InvalidInput", "An error occurred while processing this request.",
-                            req.request_id);
-    return MultipartResponse(req, {sub}, true);
+    ErrorForm form;
+    form.scope = ErrorScope::kChangeSet;
+    form.xml = true;
+    form.request_id = req.request_id;
+    const ErrorReply error(AzureError::kInvalidInput,
+                           "An error occurred while processing this request.");
+    return MultipartResponse(req, {ErrorSub(error, form, nullptr)}, true);
   }
   std::vector<BatchOp>& ops = state->ops;
   ops.resize(std::min(parts.size(), kMaxBatchOperations));
@@ -442,8 +442,10 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
       i = 0;
       op = &ops[0];
     }
-    return MultipartResponse(
-        req, {ErrorSub(req, i < parts.size() ? &parts[i] : nullptr, op, *failure)}, true);
+    return MultipartResponse(req,
+                             {ErrorSub(failure->error, OperationErrorForm(req, op, failure->index),
+                                       i < parts.size() ? &parts[i] : nullptr)},
+                             true);
   }
 
   PendingWrite write;

@@ -109,12 +109,7 @@ HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
 
 HttpResponse GetTable(const ServerContext& ctx, Request& req) {
   auto name = ctx.store->GetTable(req.account, req.path.table);
-  if (!name.ok()) {
-    if (name.status().code() == storage::StatusCode::kTableNotFound) {
-      return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
-    }
-    return StatusError(req, name.status());
-  }
+  if (!name.ok()) return ErrorResponse(req, FromStatus(name.status(), Addressed::kTableEntry));
   return TableResponse(req, http::status::ok, *name);
 }
 
@@ -143,13 +138,7 @@ HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
 
 HttpResponse DeleteTable(const ServerContext& ctx, Request& req) {
   storage::Status s = ctx.store->DeleteTable(req.account, req.path.table);
-  if (!s.ok()) {
-    if (s.code() == storage::StatusCode::kTableNotFound ||
-        s.code() == storage::StatusCode::kNotFound) {
-      return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
-    }
-    return StatusError(req, s);
-  }
+  if (!s.ok()) return ErrorResponse(req, FromStatus(s, Addressed::kTableEntry));
   return MakeResponse(req, http::status::no_content);
 }
 

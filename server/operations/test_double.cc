@@ -26,13 +26,6 @@ nlohmann::json SnapshotJson(const storage::SnapshotInfo& info) {
           {"entities", info.entities}};
 }
 
-ErrorReply SnapshotError(const storage::Status& s) {
-  if (s.code() == storage::StatusCode::kNotFound) {
-    return ErrorReply(AzureError::kResourceNotFound, "The specified snapshot does not exist.");
-  }
-  return FromStatus(s);
-}
-
 }  // namespace
 
 bool ValidSnapshotName(std::string_view name) {
@@ -108,12 +101,12 @@ HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string
   }
   if (m == http::verb::delete_) {
     storage::Status s = ctx.store->DeleteSnapshot(req.account, *name);
-    if (!s.ok()) return ErrorResponse(req, SnapshotError(s));
+    if (!s.ok()) return ErrorResponse(req, FromStatus(s, Addressed::kSnapshot));
     return MakeResponse(req, http::status::no_content);
   }
   storage::RestoreStats stats;
   storage::Status s = ctx.store->RestoreSnapshot(req.account, *name, &stats);
-  if (!s.ok()) return ErrorResponse(req, SnapshotError(s));
+  if (!s.ok()) return ErrorResponse(req, FromStatus(s, Addressed::kSnapshot));
   nlohmann::json out = {{"name", *name},
                         {"tablesKept", stats.tables_kept},
                         {"tablesPatched", stats.tables_patched},

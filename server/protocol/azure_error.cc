@@ -168,12 +168,16 @@ std::string_view ErrorReply::Message() const {
   return message.empty() ? Describe(error).message : std::string_view(message);
 }
 
-ErrorReply FromStatus(const storage::Status& status) {
+ErrorReply FromStatus(const storage::Status& status, Addressed addressed) {
   using storage::StatusCode;
   switch (status.code()) {
     case StatusCode::kNotFound:
+      if (addressed == Addressed::kSnapshot) {
+        return ErrorReply(AzureError::kResourceNotFound, "The specified snapshot does not exist.");
+      }
       return AzureError::kResourceNotFound;
     case StatusCode::kTableNotFound:
+      if (addressed == Addressed::kTableEntry) return AzureError::kResourceNotFound;
       return AzureError::kTableNotFound;
     case StatusCode::kAlreadyExists:
       return AzureError::kEntityAlreadyExists;
@@ -182,13 +186,14 @@ ErrorReply FromStatus(const storage::Status& status) {
     case StatusCode::kConditionFailed:
       return AzureError::kUpdateConditionNotSatisfied;
     case StatusCode::kInvalidArgument:
-      if (status.message() == "TooManyProperties") return AzureError::kTooManyProperties;
       return AzureError::kInvalidInput;
+    case StatusCode::kTooManyProperties:
+      return AzureError::kTooManyProperties;
     case StatusCode::kBusy:
       return AzureError::kServerBusy;
     case StatusCode::kNotSupported:
       return ErrorReply(AzureError::kNotImplemented, status.message());
-    case StatusCode::kOk:
+    case StatusCode::kOk:  // not an error: a caller's bug
     case StatusCode::kIOError:
     case StatusCode::kCorruption:
       break;

@@ -1,5 +1,7 @@
 // Azure error identities and their wire form: status, x-ms-error-code and the
-// odata.error body. The only place that maps errors to the wire.
+// odata.error body. With error_response.h the only place that maps errors to
+// the wire: a storage Status becomes an ErrorReply by its code (FromStatus),
+// and every error answer is rendered by RenderError.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -91,9 +93,18 @@ struct ErrorReply {
 // not 0), or nullopt.
 std::optional<AzureError> ErrorFromCode(std::string_view code, int status);
 
-// Maps a storage Status (not ok) to the Azure error for an entity or table
-// operation.
-ErrorReply FromStatus(const storage::Status& status);
+// What a failed storage call addressed, where that changes the error.
+enum class Addressed {
+  kData,        // a table's entities, or a table by its name in the URL
+  kTableEntry,  // a table as an entry of /Tables (Get Table, Delete Table):
+                // a missing one is a missing resource, not a missing table
+  kSnapshot,    // a snapshot (/_snapshots): a missing one is a missing resource
+};
+
+// Maps a storage Status (not ok) to the Azure error, by its code alone (the
+// message is passed on only where Azure's own message says nothing more, as
+// for kNotSupported).
+ErrorReply FromStatus(const storage::Status& status, Addressed addressed = Addressed::kData);
 
 // {"odata.error":{"code":..,"message":{"lang":"en-US","value":"msg\nRequestId:..\nTime:.."}}}
 std::string JsonErrorBody(std::string_view code, std::string_view message,

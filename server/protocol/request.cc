@@ -4,7 +4,7 @@
 
 #include "server/formats/entity_atom.h"
 #include "server/formats/url.h"
-#include "server/protocol/oauth.h"
+#include "server/protocol/error_response.h"
 
 namespace cerulean::server {
 
@@ -67,25 +67,21 @@ HttpResponse MakeResponse(const Request& req, http::status status) {
 }
 
 HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
-  const ErrorInfo& info = Describe(error.error);
-  HttpResponse res{static_cast<http::status>(info.status), req.http.version()};
-  res.set("x-ms-error-code", info.code);
-  if (error.error == AzureError::kInvalidAuthenticationInfoToken)
-    res.set(http::field::www_authenticate, kBearerChallenge);
-  if (req.http.method() == http::verb::head) return res;
-  if (req.xml_errors) {
-    res.set(http::field::content_type, "application/xml");
-    res.body() = XmlErrorBody(info.code, error.Message(), req.request_id);
-  } else {
-    res.set(http::field::content_type, JsonContentType(req.format));
-    res.body() = JsonErrorBody(info.code, error.Message(), req.request_id);
-  }
+  ErrorForm form;
+  form.xml = req.xml_errors;
+  form.metadata = req.format;
+  form.head = req.http.method() == http::verb::head;
+  form.request_id = req.request_id;
   // Create Table and Insert Entity echo the preference on errors too.
   if (req.op == Operation::kCreateTable || req.op == Operation::kInsertEntity) {
-    std::string_view prefer = Header(req.http, "Prefer");
-    if (prefer == "return-content" || prefer == "return-no-content")
-      res.set("Preference-Applied", prefer);
+    form.prefer = Header(req.http, "Prefer");
   }
+  ErrorAnswer answer = RenderError(error, form);
+  HttpResponse res{static_cast<http::status>(answer.status), req.http.version()};
+  for (auto& [name, value] : answer.headers) {
+    res.set(boost::beast::string_view(name.data(), name.size()), std::move(value));
+  }
+  res.body() = std::move(answer.body);
   return res;
 }
 

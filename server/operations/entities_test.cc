@@ -1,0 +1,186 @@
+// Entity operations (Insert, Query with continuation, Update, Merge, Delete)
+// through the router's entry point over an in-memory store, no sockets:
+// status, headers and body as a client sees them.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/operations/test_server.h"
+
+namespace cerulean::server {
+namespace {
+
+using testing::CheckJsonError;
+using testing::HeaderOf;
+using testing::kMinimalJson;
+using testing::TestServer;
+
+// A server with table "items".
+struct ItemsServer : TestServer {
+  ItemsServer() {
+    REQUIRE(Send(http::verb::post, "/devstoreaccount1/Tables", R"({"TableName":"items"})")
+                .result_int() == 201);
+  }
+  HttpResponse Insert(const std::string& pk, const std::string& rk, const std::string& extra = "",
+                      const testing::Headers& headers = {}) {
+    std::string body = R"({"PartitionKey":")" + pk + R"(","RowKey":")" + rk + '"' +
+                       (extra.empty() ? "" : "," + extra) + "}";
+    return Send(http::verb::post, "/devstoreaccount1/items", body, headers);
+  }
+  static std::string EntityUrl(const std::string& pk, const std::string& rk) {
+    return "/devstoreaccount1/items(PartitionKey='" + pk + "',RowKey='" + rk + "')";
+  }
+};
+
+// A continuation token as a query parameter value.
+std::string QueryValue(std::string token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '+') {
+      out += "%2B";
+    } else if (c == '/') {
+      out += "%2F";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+TEST_CASE("Insert Entity: 201 with the entity, then 409 EntityAlreadyExists") {
+  ItemsServer s;
+  HttpResponse res = s.Insert("p", "r", R"("Amount":12)");
+  REQUIRE(res.result_int() == 201);
+  CHECK(HeaderOf(res, "Content-Type") == kMinimalJson);
+  CHECK(HeaderOf(res, "ETag").starts_with("W/\"datetime'"));
+  CHECK(HeaderOf(res, "Location") ==
+        "http://127.0.0.1:10002/devstoreaccount1/items(PartitionKey='p',RowKey='r')");
+  CHECK(HeaderOf(res, "x-ms-request-id").size() == 36);
+  auto body = nlohmann::json::parse(res.body());
+  CHECK(body["odata.metadata"] ==
+        "http://127.0.0.1:10002/devstoreaccount1/$metadata#items/@Element");
+  CHECK(body["PartitionKey"] == "p");
+  CHECK(body["RowKey"] == "r");
+  CHECK(body["Amount"] == 12);
+  CHECK(body["odata.etag"] == HeaderOf(res, "ETag"));
+
+  HttpResponse again = s.Insert("p", "r");
+  CheckJsonError(again, 409, "EntityAlreadyExists", "The specified entity already exists.");
+  CHECK(HeaderOf(again, "Preference-Applied").empty());
+}
+
+TEST_CASE("Insert Entity: Prefer is echoed on success and on error") {
+  ItemsServer s;
+  HttpResponse res = s.Insert("p", "r", "", {{"Prefer", "return-no-content"}});
+  CHECK(res.result_int() == 204);
+  CHECK(HeaderOf(res, "Preference-Applied") == "return-no-content");
+  CHECK(res.body().empty());
+  HttpResponse again = s.Insert("p", "r", "", {{"Prefer", "return-no-content"}});
+  CheckJsonError(again, 409, "EntityAlreadyExists", "The specified entity already exists.");
+  CHECK(HeaderOf(again, "Preference-Applied") == "return-no-content");
+}
+
+TEST_CASE("Insert Entity into a missing table: 404 TableNotFound, even for a bad body") {
+  TestServer s;
+  HttpResponse res =
+      s.Send(http::verb::post, "/devstoreaccount1/nothere", R"({"PartitionKey":"p","RowKey":"r"})");
+  CheckJsonError(res, 404, "TableNotFound", "The table specified does not exist.");
+  res = s.Send(http::verb::post, "/devstoreaccount1/nothere", R"({"PartitionKey":"p"})");
+  CheckJsonError(res, 404, "TableNotFound", "The table specified does not exist.");
+}
+
+TEST_CASE("Merge Entity past 252 properties: 400 TooManyProperties from the store") {
+  ItemsServer s;
+  std::string props;
+  for (int i = 0; i < 252; ++i) props += (i ? "," : "") + ("\"p" + std::to_string(i) + "\":1");
+  REQUIRE(s.Insert("p", "r", props).result_int() == 201);
+  HttpResponse res = s.Send(http::verb::merge, ItemsServer::EntityUrl("p", "r"), R"({"extra":1})",
+                            {{"If-Match", "*"}});
+  CheckJsonError(res, 400, "TooManyProperties",
+                 "The entity contains more properties than allowed. Each entity can include up "
+                 "to 252 properties to store data. Each entity also has 3 system properties.");
+  // Upserts refuse it the same way.
+  res = s.Send(http::verb::merge, ItemsServer::EntityUrl("p", "r"), R"({"extra":1})");
+  CHECK(res.result_int() == 400);
+  CHECK(HeaderOf(res, "x-ms-error-code") == "TooManyProperties");
+}
+
+TEST_CASE("Update and Merge Entity with If-Match: 204 with a new ETag, 412 when stale") {
+  ItemsServer s;
+  HttpResponse inserted = s.Insert("p", "r", R"("a":1)");
+  REQUIRE(inserted.result_int() == 201);
+  const std::string etag = HeaderOf(inserted, "ETag");
+  const std::string url = ItemsServer::EntityUrl("p", "r");
+
+  HttpResponse merged = s.Send(http::verb::merge, url, R"({"b":2})", {{"If-Match", etag}});
+  CHECK(merged.result_int() == 204);
+  CHECK(merged.body().empty());
+  const std::string etag2 = HeaderOf(merged, "ETag");
+  CHECK(etag2.starts_with("W/\"datetime'"));
+  CHECK(etag2 != etag);
+
+  const std::string not_satisfied =
+      "The update condition specified in the request was not satisfied.";
+  CheckJsonError(s.Send(http::verb::merge, url, R"({"c":3})", {{"If-Match", etag}}), 412,
+                 "UpdateConditionNotSatisfied", not_satisfied);
+  CheckJsonError(s.Send(http::verb::put, url, R"({"c":3})", {{"If-Match", etag}}), 412,
+                 "UpdateConditionNotSatisfied", not_satisfied);
+
+  HttpResponse replaced = s.Send(http::verb::put, url, R"({"c":3})", {{"If-Match", etag2}});
+  CHECK(replaced.result_int() == 204);
+  auto got = nlohmann::json::parse(s.Send(http::verb::get, url).body());
+  CHECK(got["c"] == 3);
+  CHECK_FALSE(got.contains("a"));
+
+  CheckJsonError(s.Send(http::verb::put, ItemsServer::EntityUrl("p", "absent"), R"({"c":3})",
+                        {{"If-Match", "*"}}),
+                 404, "ResourceNotFound", "The specified resource does not exist.");
+}
+
+TEST_CASE("Delete Entity: 204, then 404 ResourceNotFound; HEAD-less GET of it too") {
+  ItemsServer s;
+  REQUIRE(s.Insert("p", "r").result_int() == 201);
+  const std::string url = ItemsServer::EntityUrl("p", "r");
+  HttpResponse res = s.Send(http::verb::delete_, url, "", {{"If-Match", "*"}});
+  CHECK(res.result_int() == 204);
+  CHECK(res.body().empty());
+  CheckJsonError(s.Send(http::verb::delete_, url, "", {{"If-Match", "*"}}), 404, "ResourceNotFound",
+                 "The specified resource does not exist.");
+  CheckJsonError(s.Send(http::verb::get, url), 404, "ResourceNotFound",
+                 "The specified resource does not exist.");
+}
+
+TEST_CASE("Query Entities: pages joined by continuation headers") {
+  ItemsServer s;
+  for (int i = 1; i <= 5; ++i) REQUIRE(s.Insert("p", "r" + std::to_string(i)).result_int() == 201);
+  std::vector<std::string> seen;
+  std::string target = "/devstoreaccount1/items()?$top=2";
+  int pages = 0;
+  while (true) {
+    HttpResponse res = s.Send(http::verb::get, target);
+    REQUIRE(res.result_int() == 200);
+    CHECK(HeaderOf(res, "Content-Type") == kMinimalJson);
+    auto body = nlohmann::json::parse(res.body());
+    CHECK(body["odata.metadata"] == "http://127.0.0.1:10002/devstoreaccount1/$metadata#items");
+    for (const auto& e : body["value"]) seen.push_back(e["RowKey"]);
+    ++pages;
+    const std::string npk = HeaderOf(res, "x-ms-continuation-NextPartitionKey");
+    const std::string nrk = HeaderOf(res, "x-ms-continuation-NextRowKey");
+    CHECK(npk.empty() == nrk.empty());
+    if (npk.empty()) break;
+    REQUIRE(pages < 5);
+    target = "/devstoreaccount1/items()?$top=2&NextPartitionKey=" + QueryValue(npk) +
+             "&NextRowKey=" + QueryValue(nrk);
+  }
+  CHECK(pages == 3);
+  CHECK(seen == std::vector<std::string>{"r1", "r2", "r3", "r4", "r5"});
+
+  CheckJsonError(s.Send(http::verb::get, "/devstoreaccount1/items()?NextPartitionKey=garbage"), 400,
+                 "InvalidInput", "One of the request inputs is not valid.");
+  CheckJsonError(s.Send(http::verb::get, "/devstoreaccount1/nothere()"), 404, "TableNotFound",
+                 "The table specified does not exist.");
+}
+
+}  // namespace
+}  // namespace cerulean::server
