@@ -18,18 +18,18 @@
 #include <thread>
 #include <vector>
 
-#include "server/http/blocking_pool.h"
-#include "server/cli.h"
 #include "server/admin/explorer.h"
 #include "server/admin/faults.h"
 #include "server/admin/fixtures.h"
-#include "server/http/listener.h"
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
-#include "server/operations/test_double.h"
+#include "server/cli.h"
+#include "server/http/blocking_pool.h"
+#include "server/http/listener.h"
 #include "server/http/page_prefetch.h"
-#include "server/protocol/request.h"
 #include "server/http/tls.h"
+#include "server/operations/test_double.h"
+#include "server/protocol/request.h"
 #include "storage/edm_text.h"
 #include "storage/postgres/postgres_store.h"
 #include "storage/sqlite/sqlite_store.h"

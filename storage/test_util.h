@@ -68,7 +68,7 @@ inline std::vector<std::string> Keys(const std::vector<Entity>& entities) {
 
 // The account's tables (names as created) from `start` on, in ScanTables order.
 inline Result<std::vector<std::string>> TableNames(Store& store, const std::string& account,
-                                                  const std::string& start = "") {
+                                                   const std::string& start = "") {
   std::vector<std::string> names;
   Status s = store.ScanTables(account, start, [&](const std::string& t) {
     names.push_back(t);

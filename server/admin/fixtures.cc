@@ -10,7 +10,8 @@
 namespace cerulean::server {
 
 storage::Status ExportTables(storage::Store& store, const std::string& account,
-                             const std::vector<std::string>& tables, std::ostream& out, size_t* count) {
+                             const std::vector<std::string>& tables, std::ostream& out,
+                             size_t* count) {
   *count = 0;
   std::vector<std::string> names = tables;
   if (names.empty()) {
@@ -83,7 +84,8 @@ storage::Status ImportJsonLines(storage::Store& store, const std::string& accoun
       return storage::Status::InvalidArgument("line " + std::to_string(line_no) + ": " + why);
     };
     nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("table") || !doc["table"].is_string()) {
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("table") ||
+        !doc["table"].is_string()) {
       return fail("expected {\"table\":...,\"entity\":{...}}");
     }
     std::string table = doc["table"].get<std::string>();
@@ -101,7 +103,8 @@ storage::Status ImportJsonLines(storage::Store& store, const std::string& accoun
       return fail(std::string(Describe(err->error).code) + ": " + std::string(err->Message()));
     }
     bool same_group = !batch.ops.empty() && IEquals(batch.table, table) &&
-                      batch.ops.front().entity.partition_key == op.entity.partition_key && batch.ops.size() < 100;
+                      batch.ops.front().entity.partition_key == op.entity.partition_key &&
+                      batch.ops.size() < 100;
     for (const auto& pending : batch.ops) {
       if (same_group && pending.entity.row_key == op.entity.row_key) same_group = false;
     }

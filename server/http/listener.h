@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "server/protocol/request.h"
 #include "server/http/session.h"
+#include "server/protocol/request.h"
 
 namespace cerulean::server {
 

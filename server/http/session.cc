@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "server/admin/faults.h"
+#include "server/admin/logger.h"
 #include "server/formats/guid.h"
 #include "server/formats/http_date.h"
 #include "server/http/listener.h"
-#include "server/admin/logger.h"
 #include "server/http/page_prefetch.h"
 #include "server/protocol/router.h"
 

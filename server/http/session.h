@@ -23,9 +23,9 @@
 #include <optional>
 #include <string>
 
+#include "server/http/request_parser.h"
 #include "server/protocol/request.h"
 #include "server/protocol/scheduler.h"
-#include "server/http/request_parser.h"
 
 namespace cerulean::server {
 

@@ -6,8 +6,8 @@
 #include "server/admin/faults.h"
 #include "server/admin/metrics.h"
 #include "server/formats/url.h"
-#include "server/operations/test_double.h"
 #include "server/http/page_prefetch.h"
+#include "server/operations/test_double.h"
 
 namespace cerulean::server {
 

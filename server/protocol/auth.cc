@@ -10,11 +10,11 @@
 #include "server/formats/escape.h"
 #include "server/formats/http_date.h"
 #include "server/formats/url.h"
+#include "server/formats/xml_tree.h"
 #include "server/protocol/hmac.h"
 #include "server/protocol/oauth.h"
 #include "server/protocol/request.h"
 #include "server/protocol/routes.h"
-#include "server/formats/xml_tree.h"
 #include "storage/edm_text.h"
 #include "storage/value.h"
 

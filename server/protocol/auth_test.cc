@@ -1,7 +1,8 @@
+#include "server/protocol/auth.h"
+
 #include <doctest/doctest.h>
 
 #include "server/formats/base64.h"
-#include "server/protocol/auth.h"
 
 namespace cerulean::server {
 
@@ -10,8 +11,9 @@ std::string DevKey() { return *Base64Decode(kDevAccountKey); }
 }  // namespace
 
 TEST_CASE("Shared Key signs the spec's worked examples") {
-  std::string sts = SharedKeyStringToSign("POST", "", "application/json", "Tue, 05 Nov 2024 10:00:00 GMT",
-                                          "/devstoreaccount1/devstoreaccount1/orders");
+  std::string sts =
+      SharedKeyStringToSign("POST", "", "application/json", "Tue, 05 Nov 2024 10:00:00 GMT",
+                            "/devstoreaccount1/devstoreaccount1/orders");
   CHECK(Sign(DevKey(), sts) == "7szrXpFeYc5SoVxqzIoDk70uiTocVl9909czCibpuyY=");
   std::string acl = SharedKeyStringToSign("GET", "", "", "Tue, 05 Nov 2024 10:00:00 GMT",
                                           "/devstoreaccount1/devstoreaccount1/orders?comp=acl");
@@ -26,10 +28,12 @@ TEST_CASE("Shared Key Lite signs the spec's worked example") {
 
 TEST_CASE("SAS string-to-sign examples verify") {
   CHECK(Sign(DevKey(),
-             "raud\n\n2030-01-01T00:00:00Z\n/table/devstoreaccount1/orders\n\n\nhttps,http\n2019-02-02\n\n\n\n") ==
+             "raud\n\n2030-01-01T00:00:00Z\n/table/devstoreaccount1/"
+             "orders\n\n\nhttps,http\n2019-02-02\n\n\n\n") ==
         "0zEjZVPwQg6tZ148rUbGlC8NSdyB2lBmFHXSJKd0gH4=");
-  CHECK(Sign(DevKey(), "devstoreaccount1\nrwdlacu\nt\nsco\n\n2030-01-01T00:00:00Z\n\nhttps,http\n2019-02-02\n") ==
-        "dKEa4zPUq/dWdOLrCYusn1Jnz45OJCCdBPi+hMWeijk=");
+  CHECK(Sign(DevKey(),
+             "devstoreaccount1\nrwdlacu\nt\nsco\n\n2030-01-01T00:00:00Z\n\nhttps,http\n2019-02-"
+             "02\n") == "dKEa4zPUq/dWdOLrCYusn1Jnz45OJCCdBPi+hMWeijk=");
 }
 
 TEST_CASE("AZURITE_ACCOUNTS spec") {
@@ -67,7 +71,8 @@ TEST_CASE("ACL XML round trip and limits") {
   REQUIRE_FALSE(ParseAclXml(R"(<?xml version="1.0" encoding="utf-8"?>
 <SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Start>2024-01-01T00:00:00Z</Start>
 <Expiry>2025-01-01T00:00:00Z</Expiry><Permission>raud</Permission></AccessPolicy></SignedIdentifier>
-</SignedIdentifiers>)", &policies));
+</SignedIdentifiers>)",
+                            &policies));
   REQUIRE(policies.size() == 1);
   CHECK(policies[0].permission == "raud");
   std::string xml = AclToXml(policies);
@@ -76,14 +81,17 @@ TEST_CASE("ACL XML round trip and limits") {
   REQUIRE_FALSE(ParseAclXml(xml, &again));
   CHECK(again.size() == 1);
   std::string six = "<SignedIdentifiers>";
-  for (int i = 0; i < 6; ++i) six += "<SignedIdentifier><Id>i" + std::to_string(i) + "</Id></SignedIdentifier>";
+  for (int i = 0; i < 6; ++i)
+    six += "<SignedIdentifier><Id>i" + std::to_string(i) + "</Id></SignedIdentifier>";
   six += "</SignedIdentifiers>";
   CHECK(ParseAclXml(six, &again)->error == AzureError::kInvalidXmlDocument);
   CHECK(ParseAclXml("<SignedIdentifiers><oops>", &again)->error == AzureError::kInvalidXmlDocument);
-  CHECK(ParseAclXml("<SignedIdentifiers><SignedIdentifier><Id>x</Id><AccessPolicy><Permission>w</Permission>"
-                    "</AccessPolicy></SignedIdentifier></SignedIdentifiers>",
-                    &again)
-            ->error == AzureError::kInvalidXmlDocument);
+  CHECK(
+      ParseAclXml(
+          "<SignedIdentifiers><SignedIdentifier><Id>x</Id><AccessPolicy><Permission>w</Permission>"
+          "</AccessPolicy></SignedIdentifier></SignedIdentifiers>",
+          &again)
+          ->error == AzureError::kInvalidXmlDocument);
   CHECK(AclToXml({}) == "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers />");
 }
 

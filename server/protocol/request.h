@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/entity_json.h"
+#include "server/http/blocking_pool.h"
 #include "server/protocol/auth.h"
 #include "server/protocol/azure_error.h"
-#include "server/http/blocking_pool.h"
-#include "server/formats/entity_json.h"
 #include "storage/store.h"
 
 namespace cerulean::server {

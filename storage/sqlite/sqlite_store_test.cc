@@ -43,7 +43,8 @@ TEST_CASE_TEMPLATE("store: tables", B, FileBackend, MemoryBackend, PostgresBacke
   REQUIRE(store->CreateTable("acct", "beta").ok());
   REQUIRE(store->CreateTable("acct", "Alpha").ok());
   REQUIRE(store->CreateTable("acct", "Zed").ok());
-  CHECK(TableNames(*store, "acct").value() == std::vector<std::string>{"Alpha", "MyTable", "Zed", "beta"});
+  CHECK(TableNames(*store, "acct").value() ==
+        std::vector<std::string>{"Alpha", "MyTable", "Zed", "beta"});
   CHECK(TableNames(*store, "acct", "N").value() == std::vector<std::string>{"Zed", "beta"});
   CHECK(TableNames(*store, "acct", "MyTable").value() ==
         std::vector<std::string>{"MyTable", "Zed", "beta"});
