@@ -1,5 +1,5 @@
 // Internal to the PostgresStore implementation (postgres_store.cc,
-// postgres_entities.cc): pieces both halves use.
+// postgres_entities.cc, snapshots.cc): pieces they share.
 // Thread-safety: as PostgresStore.
 #pragma once
 
@@ -44,5 +44,25 @@ class PostgresStore::Timed {
   PostgresStore* store_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Runs `body` (PgConnection*, std::string* sqlstate) -> Status in one
+// transaction, again on a retryable failure (serialization, deadlock, a
+// lost connection) up to options_.max_retries times.
+template <typename Body>
+Status PostgresStore::Transaction(Body&& body) {
+  Timed timed(this);
+  for (int attempt = 0;; ++attempt) {
+    PgLease c(&pool_);
+    if (!c.status().ok()) return c.status();
+    std::string sqlstate;
+    Status s = c->Command("BEGIN");
+    if (s.ok()) s = body(c.get(), &sqlstate);
+    if (s.ok()) s = c->Command("COMMIT", &sqlstate);
+    if (s.ok()) return s;
+    c->RollbackIfActive();
+    if (!PgRetryable(sqlstate) || attempt >= options_.max_retries) return s;
+    retries_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 }  // namespace cerulean::storage
