@@ -209,7 +209,7 @@ class SqliteStore final : public Store {
   bool CheckpointerIdleForTesting();
 
  private:
-  struct Connection;    // sqlite3 handle + statement cache (sqlite_store.cc)
+  struct Connection;    // sqlite3 handle + statement cache (sqlite_internal.h)
   class ReadLease;      // a connection borrowed for reading
   struct TableChanges;  // writes to one table (table_changes_)
 
