@@ -17,7 +17,8 @@ namespace cerulean::server {
 // Writes every entity of `tables` (all tables of the account when empty), in
 // key order. Returns the number of entities written through `count`.
 storage::Status ExportTables(storage::Store& store, const std::string& account,
-                             const std::vector<std::string>& tables, std::ostream& out, size_t* count);
+                             const std::vector<std::string>& tables, std::ostream& out,
+                             size_t* count);
 
 // Reads JSON Lines written by ExportTables, creating missing tables and
 // upserting entities (in batches per partition). Timestamps are new.

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "server/protocol/auth.h"
 #include "server/formats/entity_atom.h"
+#include "server/protocol/auth.h"
 #include "server/protocol/service_properties.h"
 
 namespace cerulean::server {
@@ -113,7 +113,8 @@ TEST_CASE("Atom entry: deep nesting anywhere is InvalidInput") {
   for (int i = 0; i < 200000; ++i) deep += "<x>";
   for (int i = 0; i < 200000; ++i) deep += "</x>";
   for (const std::string& body :
-       {head + "<d:A>" + deep + "</d:A>" + tail, head + "<o xmlns=\"urn:o\">" + deep + "</o>" + tail,
+       {head + "<d:A>" + deep + "</d:A>" + tail,
+        head + "<o xmlns=\"urn:o\">" + deep + "</o>" + tail,
         R"(<entry xmlns="http://www.w3.org/2005/Atom">)" + deep + "</entry>"}) {
     storage::Entity e;
     auto err = ParseAtomEntityBody(body, true, &e);
@@ -122,7 +123,8 @@ TEST_CASE("Atom entry: deep nesting anywhere is InvalidInput") {
   }
   // Extension elements a few levels deep are still skipped.
   storage::Entity e;
-  CHECK_FALSE(ParseAtomEntityBody(head + "<o xmlns=\"urn:o\"><x><y>1</y></x></o>" + tail, true, &e));
+  CHECK_FALSE(
+      ParseAtomEntityBody(head + "<o xmlns=\"urn:o\"><x><y>1</y></x></o>" + tail, true, &e));
   CHECK(e.partition_key == "p");
 }
 

@@ -51,7 +51,8 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
 std::string ServicePropertiesToXml(const ServiceProperties& props);
 
 // The first rule matching origin and method, or nullptr.
-const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin, std::string_view method);
+const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin,
+                              std::string_view method);
 // True iff every header of the comma-separated list is allowed by the rule.
 bool CorsHeadersAllowed(const CorsRule& rule, std::string_view headers);
 
