@@ -255,7 +255,8 @@ Status PgConnection::Pipeline(const std::vector<PgStatement>& stmts, std::vector
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
     Status s = PipelineOnce(stmts, results, &failed_at, sqlstate);
-    if (!s.ok() && fresh && attempt == 0 && Broken() && Reconnect().ok()) continue;
+    PGresult* none = nullptr;
+    if (!s.ok() && ReopenForRetry(fresh, attempt, &none)) continue;
     if (failed != nullptr) *failed = failed_at;
     return s;
   }

@@ -140,7 +140,8 @@ class PgConnection {
   // *res and sets it to null whenever it reconnects (Fail then reports the
   // connection's own error).
   bool ReopenForRetry(bool fresh, int attempt, pg_result** res);
-  // One attempt of Pipeline; false when the connection failed (no result).
+  // One attempt of Pipeline; a connection found out of step with the server
+  // is dropped (Broken() is then true).
   Status PipelineOnce(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
                       size_t* failed, std::string* sqlstate);
   pg_conn* conn_ = nullptr;
