@@ -176,17 +176,22 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
       FaultTarget{a.req.account, OperationName(a.req.op), table, partition_key});
 }
 
-// Where `req` runs: its route's Runs, except that a point read on a store
-// whose reads are round trips to a database server goes to the pool (on
-// the I/O thread it would hold every connection of that thread meanwhile).
+}  // namespace
+
+// A read on a store whose reads are round trips to a database server goes
+// to the pool: on the I/O thread it would hold every connection of that
+// thread meanwhile.
 Runs WhereRuns(const ServerContext& ctx, const Request& req) {
   if (req.admin) return AdminRuns(req.raw_path);
   const Runs runs = RouteOf(req.op).runs;
-  if (runs == Runs::kInline && ctx.store != nullptr && ctx.store->ReadsWaitOnNetwork()) {
+  if ((runs == Runs::kInline || runs == Runs::kInlineOrPool) && ctx.store != nullptr &&
+      ctx.store->ReadsWaitOnNetwork()) {
     return Runs::kPool;
   }
   return runs;
 }
+
+namespace {
 
 // Everything after the fault: dispatch on this thread or the blocking pool
 // (the route's Runs), commit a write through ApplyAsync. `faults`: fault

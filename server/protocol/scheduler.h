@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "server/protocol/request.h"
+#include "server/protocol/routes.h"
 
 namespace cerulean::server {
 
@@ -34,6 +35,11 @@ HttpResponse Guarded(const Request& req, Step&& step) {
     return ErrorResponse(req, ErrorReply(AzureError::kInternalError));
   }
 }
+
+// Where prepared `req` runs: its route's Runs (AdminRuns for a reserved /_
+// endpoint), except that on a store whose reads wait on the network
+// (Store::ReadsWaitOnNetwork) every read runs on the pool.
+Runs WhereRuns(const ServerContext& ctx, const Request& req);
 
 // True iff prepared `req` is answered on the calling thread (AnswerNow):
 // there is no blocking pool, or its route runs inline (Runs::kInline); and

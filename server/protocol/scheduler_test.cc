@@ -114,6 +114,16 @@ TEST_CASE("on a store whose reads wait on the network, no operation is answered 
     req.op = r.op;
     CHECK_FALSE(AnswersNow(ctx, req, false));
   }
+  // Nor later on the I/O thread: a query's short first page too waits on
+  // the database, so it goes to the pool.
+  for (const Route& r : AllRoutes()) {
+    CAPTURE(r.name);
+    req.op = r.op;
+    const Runs runs = WhereRuns(ctx, req);
+    CHECK(runs != Runs::kInline);
+    CHECK(runs != Runs::kInlineOrPool);
+    CHECK(runs == (r.runs == Runs::kCommit ? Runs::kCommit : Runs::kPool));
+  }
   // The health check reads no entity: it stays on the I/O thread.
   req.admin = true;
   req.raw_path = "/_health";
