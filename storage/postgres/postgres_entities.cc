@@ -82,6 +82,38 @@ constexpr std::string_view kUpdateEntitySql =
 constexpr std::string_view kInsertEntitySql =
     "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5)";
 
+// Rows of one multi-row INSERT at most.
+constexpr size_t kMaxInsertRows = 100;
+
+// An INSERT of `rows` entities (1..kMaxInsertRows): $1 the table id, then
+// the pk, rk, ts and props of each row. One statement for the inserts of a
+// $batch instead of one each: the database's cost per statement (bind,
+// execute, its result) is several times its cost per row.
+std::string_view MultiInsertSql(size_t rows) {
+  static const std::vector<std::string> kSql = [] {
+    std::vector<std::string> sql(kMaxInsertRows + 1);
+    std::string text = "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ";
+    for (size_t n = 1; n <= kMaxInsertRows; ++n) {
+      const size_t p = 2 + 4 * (n - 1);
+      if (n > 1) text += ", ";
+      text += "($1, $" + std::to_string(p) + ", $" + std::to_string(p + 1) + ", $" +
+              std::to_string(p + 2) + ", $" + std::to_string(p + 3) + ")";
+      sql[n] = text;
+    }
+    return sql;
+  }();
+  return kSql[rows];
+}
+
+// True iff no two ops address the same entity.
+bool DistinctKeys(const std::vector<WriteOp>& ops) {
+  std::vector<std::pair<std::string_view, std::string_view>> keys;
+  keys.reserve(ops.size());
+  for (const WriteOp& op : ops) keys.emplace_back(op.entity.partition_key, op.entity.row_key);
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+}
+
 // The key under which a connection memoises a table's id.
 std::string TableMemoKey(const std::string& account, const std::string& lower) {
   std::string key = account;
@@ -202,7 +234,8 @@ Status PostgresStore::ScanRows(const std::string& account, const std::string& ta
 
 Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
                                 const std::string& table, const std::vector<WriteOp>& ops,
-                                ApplyResult* result, ApplyError* error, bool* retry) {
+                                ApplyResult* result, ApplyError* error, bool* group_inserts,
+                                bool* retry) {
   *retry = false;
   std::string sqlstate;
   auto db_error = [&](Status s) {
@@ -320,11 +353,31 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
   // that found no row) meets a row another transaction committed since:
   // the unique violation skips the rest, the commit included. For an
   // insert that is its refusal; for an upsert the Apply is run again, and
-  // then finds the row.
+  // then finds the row. With *group_inserts, the rows to insert go in
+  // multi-row INSERTs after the other writes (every key of an Apply is
+  // distinct, so their order is free); a unique violation there names no
+  // op, so the Apply is then run again statement by statement.
   stmts.clear();
+  constexpr size_t kGrouped = SIZE_MAX;
+  std::vector<size_t> op_of;  // statement -> op, or kGrouped
+  op_of.reserve(ops.size());
+  std::vector<size_t> inserts;
   std::vector<int64_t> timestamps;
   timestamps.reserve(ops.size());
-  for (const Planned& plan : planned) {
+  if (*group_inserts) {
+    for (size_t i = 0; i < planned.size(); ++i) {
+      if (!planned[i].remove && !planned[i].exists) inserts.push_back(i);
+    }
+    if (inserts.size() < 2 || !DistinctKeys(ops)) inserts.clear();
+  }
+  size_t next_insert = 0;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Planned& plan = planned[i];
+    timestamps.push_back(plan.remove ? 0 : plan.ts);
+    if (next_insert < inserts.size() && inserts[next_insert] == i) {
+      ++next_insert;
+      continue;
+    }
     if (plan.remove) {
       add(kDeleteEntitySql).Int64(id).Bytes(plan.pk).Bytes(plan.rk);
     } else {
@@ -335,16 +388,33 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
           .Int64(plan.ts)
           .Bytes(plan.props);
     }
-    timestamps.push_back(plan.remove ? 0 : plan.ts);
+    op_of.push_back(i);
+  }
+  for (size_t from = 0; from < inserts.size(); from += kMaxInsertRows) {
+    const size_t rows = std::min(kMaxInsertRows, inserts.size() - from);
+    PgParams& params = add(MultiInsertSql(rows)).Int64(id);
+    for (size_t k = from; k < from + rows; ++k) {
+      const Planned& plan = planned[inserts[k]];
+      params.Bytes(plan.pk).Bytes(plan.rk).Int64(plan.ts).Bytes(plan.props);
+    }
+    op_of.push_back(kGrouped);
   }
   add("COMMIT");
   size_t failed = 0;
   s = c->Pipeline(stmts, &results, &failed, &sqlstate);
   if (!s.ok()) {
-    if (failed < ops.size() && sqlstate == kPgUniqueViolation) {
-      if (ops[failed].kind == WriteKind::kInsert) return refuse(failed, Status::AlreadyExists());
+    if (failed < op_of.size() && sqlstate == kPgUniqueViolation) {
       *retry = true;
-      return refuse(failed, Status::Busy("concurrent insert"));
+      if (op_of[failed] == kGrouped) {
+        *group_inserts = false;
+        return refuse(0, Status::Busy("concurrent insert"));
+      }
+      const size_t op = op_of[failed];
+      if (ops[op].kind == WriteKind::kInsert) {
+        *retry = false;
+        return refuse(op, Status::AlreadyExists());
+      }
+      return refuse(op, Status::Busy("concurrent insert"));
     }
     return db_error(s);
   }
@@ -356,16 +426,21 @@ Status PostgresStore::Apply(const std::string& account, const std::string& table
                             const std::vector<WriteOp>& ops, ApplyResult* result,
                             ApplyError* error) {
   Timed timed(this);
-  for (int attempt = 0;; ++attempt) {
+  bool group_inserts = true;
+  for (int attempt = 0;;) {
     PgLease c(&pool_);
     if (!c.status().ok()) {
       if (error != nullptr) *error = ApplyError{c.status(), 0};
       return c.status();
     }
     bool retry = false;
-    Status s = ApplyOnce(c.get(), account, table, ops, result, error, &retry);
-    if (s.ok() || !retry || attempt >= options_.max_retries) return s;
+    const bool grouped = group_inserts;
+    Status s = ApplyOnce(c.get(), account, table, ops, result, error, &group_inserts, &retry);
+    if (s.ok() || !retry) return s;
     c->RollbackIfActive();
+    // Statement by statement, to name the insert that met a row: not a retry.
+    if (grouped && !group_inserts) continue;
+    if (attempt++ >= options_.max_retries) return s;
     retries_.fetch_add(1, std::memory_order_relaxed);
   }
 }

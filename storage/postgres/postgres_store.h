@@ -132,10 +132,12 @@ class PostgresStore final : public Store {
   explicit PostgresStore(const PostgresStoreOptions& options);
   Status Init();
 
-  // One attempt of Apply inside one transaction on `c`.
+  // One attempt of Apply inside one transaction on `c`; *retry: run it
+  // again. With *group_inserts, several inserts go in one statement; it is
+  // cleared when that statement met an existing row (which it cannot name).
   Status ApplyOnce(PgConnection* c, const std::string& account, const std::string& table,
                    const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error,
-                   bool* retry);
+                   bool* group_inserts, bool* retry);
   // Runs `body` in BEGIN ... COMMIT on a pooled connection, again (up to
   // max_retries) when the database gave the transaction up.
   template <typename Body>
