@@ -175,11 +175,6 @@ Status PgConnection::Reconnect() {
   // server without the setting (CockroachDB, YugabyteDB's own planner)
   // refuses it, which changes nothing.
   static_cast<void>(Command("SET enable_bitmapscan = off"));
-  // Every statement is prepared, and its best plan does not depend on the
-  // values bound (key ranges read by the primary key in key order): a
-  // custom plan per execution only costs planning, which was 14 % of the
-  // database's CPU in range-top100. Refused where unknown, like the above.
-  static_cast<void>(Command("SET plan_cache_mode = force_generic_plan"));
   if (!schema_.empty()) {
     char* ident = Pq().PQescapeIdentifier(conn_, schema_.c_str(), schema_.size());
     if (ident == nullptr) return Status::InvalidArgument("bad schema name " + schema_);
