@@ -1,9 +1,11 @@
-// Helpers shared by the storage tests: temporary directories and terse
-// constructors for write ops. Test-only; not part of the storage library.
-// Thread-safety: TempDir is not shared between threads; the functions are
-// pure.
+// Helpers shared by the storage tests: temporary directories, terse
+// constructors for write ops, and readers of a whole table or catalog.
+// Test-only; not part of the storage library.
+// Thread-safety: TempDir is not shared between threads; the readers are as
+// safe as the Store they read, the other functions pure.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -76,6 +78,22 @@ inline Result<std::vector<std::string>> TableNames(Store& store, const std::stri
   });
   if (!s.ok()) return s;
   return names;
+}
+
+// Every entity of account "acct"'s `table` that the request admits, in key
+// order, following continuations.
+inline std::vector<Entity> ScanAll(Store& store, const std::string& table, ScanRequest req = {}) {
+  std::vector<Entity> all;
+  for (int pages = 0; pages < 100000; ++pages) {
+    ScanResult res;
+    Status s = store.Scan("acct", table, req, &res);
+    REQUIRE_MESSAGE(s.ok(), s.ToString());
+    all.insert(all.end(), res.entities.begin(), res.entities.end());
+    if (!res.next) return all;
+    req.start = res.next;
+  }
+  FAIL("too many pages");
+  return all;
 }
 
 }  // namespace cerulean::storage::test

@@ -24,6 +24,7 @@ namespace {
 using test::Insert;
 using test::Keys;
 using test::Op;
+using test::ScanAll;
 
 // Runs `sql` on the test database, in `schema`.
 void RunSql(const std::string& schema, const std::string& sql) {
@@ -124,21 +125,6 @@ TEST_CASE("postgres: two stores over one database see each other's writes") {
   }
   CHECK(*b->CountEntityRowsForTesting() == 0);
   CHECK(*b->CountPendingReapsForTesting() == 0);
-}
-
-// Every entity of `table` (account "acct"), in key order.
-std::vector<Entity> ScanAll(Store& store, const std::string& table) {
-  std::vector<Entity> all;
-  ScanRequest req;
-  req.limit = 1000;
-  while (true) {
-    ScanResult page;
-    Status s = store.Scan("acct", table, req, &page);
-    REQUIRE_MESSAGE(s.ok(), s.ToString());
-    all.insert(all.end(), page.entities.begin(), page.entities.end());
-    if (!page.next) return all;
-    req.start = page.next;
-  }
 }
 
 TEST_CASE("postgres: the inserts of an Apply, written together, keep op-order refusals") {

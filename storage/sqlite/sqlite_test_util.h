@@ -51,21 +51,6 @@ auto OpenStore(const TempDir& dir, SqliteStoreOptions options = TestOptions()) {
   }
 }
 
-// Scans everything the request admits, following continuations.
-inline std::vector<Entity> ScanAll(Store& store, const std::string& table, ScanRequest req) {
-  std::vector<Entity> all;
-  for (int pages = 0; pages < 100000; ++pages) {
-    ScanResult res;
-    Status s = store.Scan("acct", table, req, &res);
-    REQUIRE_MESSAGE(s.ok(), s.ToString());
-    all.insert(all.end(), res.entities.begin(), res.entities.end());
-    if (!res.next) return all;
-    req.start = res.next;
-  }
-  FAIL("too many pages");
-  return all;
-}
-
 // Work done by `fn`, as counted by the store. REQUIRES: no reaper thread and
 // no other thread using the store, so the difference is fn's alone.
 template <typename Fn>
