@@ -353,10 +353,10 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
   // that found no row) meets a row another transaction committed since:
   // the unique violation skips the rest, the commit included. For an
   // insert that is its refusal; for an upsert the Apply is run again, and
-  // then finds the row. With *group_inserts, the rows to insert go in
-  // multi-row INSERTs after the other writes (every key of an Apply is
-  // distinct, so their order is free); a unique violation there names no
-  // op, so the Apply is then run again statement by statement.
+  // then finds the row. With *group_inserts, and when no two ops share a
+  // key (so the order of the writes is free), the rows to insert go in
+  // multi-row INSERTs after the other writes; a unique violation there
+  // names no op, so the Apply is then run again statement by statement.
   stmts.clear();
   constexpr size_t kGrouped = SIZE_MAX;
   std::vector<size_t> op_of;  // statement -> op, or kGrouped
