@@ -82,8 +82,11 @@ make_group() {
 }
 
 last_cpu=$(($(nproc) - 1))
-port1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+port1=$(free_port)
+port2=$(free_port)
 start_node() { # index port cpu
   local group=""
   if [[ -n $quota ]]; then
