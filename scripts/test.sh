@@ -10,7 +10,7 @@
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
-#                                        # container, resilience, fuzz, sanitize, postgres)
+#                                        # container, resilience, packages, fuzz, sanitize, postgres)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -190,6 +190,25 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
+  fi
+fi
+
+# --- packages -----------------------------------------------------------------------
+# scripts/package.sh builds the Debian, NuGet and npm packages into dist/; each is then
+# installed from that file and used as a user would (tests/packages/: apt install and the
+# service's command line, a sample xunit project, a scratch npm project), and the server of the
+# NuGet and npm packages is run in a root that holds only glibc.
+if wants packages; then
+  echo
+  echo "==================== package build ===================="
+  if run_logged "$log_dir/package-build.log" bash scripts/package.sh; then
+    record package-build 1 0
+    run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
+    run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
+    run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
+    run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
+  else
+    record package-build 0 1 "scripts/package.sh failed"
   fi
 fi
 

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Builds Cerulean's packages into dist/ (nothing is published):
+#
+#   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
+#   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
+#   cerulean-tables-<version>.tgz      the server, the `cerulean` command and a JavaScript API (packaging/npm/)
+#
+# The .deb carries the Release build of ${BUILD_DIR:-build} and depends on Debian's shared
+# libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server (the CMake
+# target cerulean_portable: glibc 2.34 or newer and nothing else), built from the same
+# objects; its simdjson.cpp comes from Debian's source package of the installed libsimdjson-dev.
+# <version> is the CMake project version.
+#
+#   bash scripts/package.sh            # all three
+#   bash scripts/package.sh deb npm    # some of them (deb, nuget, npm)
+#
+# Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc).
+# Installs dpkg-dev when dpkg-shlibdeps is missing; needs dotnet for nuget and npm for npm.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$(pwd)
+build_dir=${BUILD_DIR:-build}
+[[ $build_dir == /* ]] || build_dir=$repo/$build_dir
+dist=${DIST_DIR:-dist}
+[[ $dist == /* ]] || dist=$repo/$dist
+jobs=${JOBS:-$(nproc)}
+work=$build_dir/package
+version=$(sed -n 's/^project(cerulean VERSION \([0-9][0-9.]*\).*/\1/p' CMakeLists.txt)
+[[ -n $version ]] || { echo "package: no project version in CMakeLists.txt" >&2; exit 1; }
+
+kinds=("$@")
+((${#kinds[@]} > 0)) || kinds=(deb nuget npm)
+wants() {
+  local k
+  for k in "${kinds[@]}"; do [[ $k == "$1" ]] && return 0; done
+  return 1
+}
+
+log() { printf 'package: %s\n' "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# The simdjson.cpp of the installed libsimdjson-dev's release, from Debian's source package
+# (cached under $work/simdjson-<version>). Prints its path.
+simdjson_source() {
+  local deb_version upstream dir
+  deb_version=$(dpkg-query -W -f='${source:Version}' libsimdjson-dev)
+  upstream=${deb_version#*:}
+  upstream=${upstream%-*}
+  dir=$work/simdjson-$upstream
+  if [[ ! -f $dir/simdjson.cpp ]]; then
+    log "fetching Debian's source of simdjson $deb_version"
+    local apt_dir=$work/apt-source
+    rm -rf "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/download"
+    # The machine's Debian sources, as deb-src entries, in a list of their own (the system's apt
+    # configuration is left as it is).
+    {
+      shopt -s nullglob
+      for f in /etc/apt/sources.list.d/*.sources; do
+        sed 's/^Types:.*/Types: deb-src/' "$f"
+        echo
+      done
+    } >"$apt_dir/deb-src.sources"
+    {
+      [[ -f /etc/apt/sources.list ]] && sed -n 's/^deb \(.*\)/deb-src \1/p' /etc/apt/sources.list
+      for f in /etc/apt/sources.list.d/*.list; do sed -n 's/^deb \(.*\)/deb-src \1/p' "$f"; done
+    } >"$apt_dir/deb-src.list"
+    local apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/deb-src.list" -o "Dir::Etc::SourceParts=$apt_dir/parts"
+      -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+    mkdir -p "$apt_dir/parts"
+    cp "$apt_dir/deb-src.sources" "$apt_dir/parts/"
+    apt-get -qq "${apt_opts[@]}" update || log "apt-get update reported errors; trying the download anyway"
+    (cd "$apt_dir/download" && apt-get -qq "${apt_opts[@]}" source --download-only "simdjson=$deb_version")
+    mkdir -p "$dir"
+    tar -xzf "$apt_dir"/download/simdjson_"$upstream".orig.tar.gz -C "$dir" --strip-components=2 \
+      "simdjson-$upstream/singleheader/simdjson.cpp" "simdjson-$upstream/singleheader/simdjson.h"
+    tar -xzf "$apt_dir"/download/simdjson_"$upstream".orig.tar.gz -C "$dir" --strip-components=1 \
+      "simdjson-$upstream/LICENSE"
+    rm -rf "$apt_dir"
+  fi
+  if ! cmp -s "$dir/simdjson.h" /usr/include/simdjson.h; then
+    echo "package: $dir/simdjson.h differs from /usr/include/simdjson.h" >&2
+    return 1
+  fi
+  echo "$dir/simdjson.cpp"
+}
+
+# --- binaries -----------------------------------------------------------------------
+rm -rf "$work/stage" && mkdir -p "$work/stage" "$dist"
+# ccache for a new build directory; an existing one keeps its own launcher (a new one would
+# rebuild every object).
+if [[ -f $build_dir/CMakeCache.txt ]]; then
+  unset CMAKE_CXX_COMPILER_LAUNCHER
+elif [[ -z ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]] && command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
+targets=()
+wants deb && targets+=(cerulean)
+if wants nuget || wants npm; then
+  simdjson_cpp=$(simdjson_source)
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCERULEAN_PORTABLE=ON \
+    -DCERULEAN_SIMDJSON_SOURCE="$simdjson_cpp" >/dev/null
+  targets+=(cerulean_portable)
+elif [[ ! -f $build_dir/CMakeCache.txt ]]; then
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+log "building ${targets[*]}"
+cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
+
+# Licences of what the binaries link statically, from Debian's copyright files.
+notices=$work/stage/THIRD-PARTY-NOTICES.txt
+{
+  echo "The Cerulean server in this package links these libraries statically."
+  for pkg in libssl3 libsqlite3-0 libexpat1; do
+    printf '\n==================== Debian package %s %s ====================\n\n' "$pkg" \
+      "$(dpkg-query -W -f='${Version}' "$pkg")"
+    cat "/usr/share/doc/$pkg/copyright"
+  done
+  printf '\n==================== Boost %s (URL, ProgramOptions, Asio, Beast) ====================\n\n' \
+    "$(dpkg-query -W -f='${Version}' libboost-url1.81.0)"
+  # The licence's own text, from Debian's (very long) copyright file of Boost.
+  awk 'prev == "License: BSL-1.0" && /Boost Software License - Version 1.0/ { p = 1; print prev }
+       p { print } p && /^$/ { exit } { prev = $0 }' /usr/share/doc/libboost-url1.81.0/copyright
+} >"$notices"
+if wants nuget || wants npm; then
+  portable_notices=$work/stage/THIRD-PARTY-NOTICES.portable.txt
+  {
+    cat "$notices"
+    printf '\n==================== simdjson ====================\n\n'
+    cat "$(dirname "$simdjson_cpp")/LICENSE"
+    printf '\n==================== libstdc++ (GCC %s) ====================\n\n' \
+      "$(dpkg-query -W -f='${Version}' libstdc++6)"
+    echo "GPL-3.0 with the GCC Runtime Library Exception 3.1, which asks nothing of a program it is linked into."
+  } >"$portable_notices"
+fi
+
+# --- Debian package -----------------------------------------------------------------
+if wants deb; then
+  if ! command -v dpkg-shlibdeps >/dev/null 2>&1; then
+    log "installing dpkg-dev (dpkg-shlibdeps)"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev
+  fi
+  root=$work/stage/deb
+  src=packaging/debian
+  install -d "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/default" \
+    "$root/usr/share/doc/cerulean" "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
+  install -m 0755 "$build_dir/cerulean" "$root/usr/bin/cerulean"
+  strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/cerulean"
+  install -m 0644 "$src/cerulean.service" "$root/lib/systemd/system/cerulean.service"
+  install -m 0644 "$src/cerulean.default" "$root/etc/default/cerulean"
+  install -m 0644 "$src/lintian-overrides" "$root/usr/share/lintian/overrides/cerulean"
+  gzip -9n <"$src/cerulean.1" >"$root/usr/share/man/man1/cerulean.1.gz"
+  chmod 0644 "$root/usr/share/man/man1/cerulean.1.gz"
+  {
+    cat "$src/copyright"
+    echo
+    cat "$notices"
+  } >"$root/usr/share/doc/cerulean/copyright"
+  # One changelog entry for the build, dated by its commit.
+  commit_date=$(git log -1 --format=%cD 2>/dev/null || date -R)
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  maintainer=$(sed -n 's/^Maintainer: //p' "$src/control")
+  printf 'cerulean (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- %s  %s\n' \
+    "$version" "$commit" "$maintainer" "$commit_date" | gzip -9n >"$root/usr/share/doc/cerulean/changelog.gz"
+  chmod 0644 "$root/usr/share/doc/cerulean/"*
+  for script in postinst prerm postrm; do install -m 0755 "$src/$script" "$root/DEBIAN/$script"; done
+  install -m 0644 "$src/conffiles" "$root/DEBIAN/conffiles"
+
+  # Depends from the shared libraries the binary links (dpkg-shlibdeps reads debian/control).
+  shlib=$work/stage/shlibdeps
+  mkdir -p "$shlib/debian"
+  printf 'Source: cerulean\n\nPackage: cerulean\nArchitecture: any\n' >"$shlib/debian/control"
+  depends=$(cd "$shlib" && dpkg-shlibdeps -O "$root/usr/bin/cerulean" | sed -n 's/^shlibs:Depends=//p')
+  installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+  sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/$depends/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
+    "$src/control" >"$root/DEBIAN/control"
+  (cd "$root" && find usr lib etc -type f ! -path 'etc/*' -exec md5sum {} + | sort -k2) >"$root/DEBIAN/md5sums"
+  deb=$dist/cerulean_${version}_amd64.deb
+  dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+  log "$(du -h "$deb" | cut -f1) $deb"
+fi
+
+# --- NuGet package ------------------------------------------------------------------
+if wants nuget; then
+  command -v dotnet >/dev/null 2>&1 || { echo "package: the .NET SDK (dotnet) is needed for nuget" >&2; exit 1; }
+  native=$work/stage/nuget/cerulean
+  mkdir -p "$(dirname "$native")"
+  strip --strip-unneeded -o "$native" "$build_dir/portable/cerulean"
+  export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+  rm -f "$dist"/Cerulean.Testing.*.nupkg
+  dotnet pack packaging/nuget/Cerulean.Testing/Cerulean.Testing.csproj -c Release --nologo -v quiet \
+    --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
+    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
+  log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg"
+fi
+
+# --- npm package --------------------------------------------------------------------
+if wants npm; then
+  command -v npm >/dev/null 2>&1 || { echo "package: npm is needed for npm" >&2; exit 1; }
+  pkg=$work/stage/npm
+  mkdir -p "$pkg/bin" "$pkg/native/linux-x64"
+  cp packaging/npm/package.json packaging/npm/index.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/npm/bin/cerulean.js "$pkg/bin/"
+  cp "$portable_notices" "$pkg/THIRD-PARTY-NOTICES.txt"
+  strip --strip-unneeded -o "$pkg/native/linux-x64/cerulean" "$build_dir/portable/cerulean"
+  chmod 0755 "$pkg/native/linux-x64/cerulean" "$pkg/bin/cerulean.js"
+  (cd "$pkg" && npm pkg set version="$version" >/dev/null)
+  rm -f "$dist"/cerulean-tables-*.tgz
+  (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
+  log "$(du -h "$dist/cerulean-tables-$version.tgz" | cut -f1) $dist/cerulean-tables-$version.tgz"
+fi

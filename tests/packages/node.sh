@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs dist/cerulean-tables-<version>.tgz into a scratch npm project as a user would
+# (`npm install <tarball> @azure/data-tables`, from the machine's configured registry), runs
+# tests/packages/node/cerulean-tables.test.js there with node --test, and compiles
+# tests/packages/node/types.ts against the package's types with tsc --strict.
+# Ends with "N passed, N failed"; exits non-zero iff something failed.
+#   bash tests/packages/node.sh
+# Environment: DIST_DIR (default <repo>/dist).
+set -uo pipefail
+{
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+dist=${DIST_DIR:-$repo/dist}
+# The tests must find the packaged server, not one named by the environment.
+unset CERULEAN_BINARY
+
+give_up() {
+  echo "packages node: $1" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+}
+
+command -v npm >/dev/null || give_up "npm is not installed"
+tarball=$(ls "$dist"/cerulean-tables-*.tgz 2>/dev/null | head -n1)
+[[ -f $tarball ]] || give_up "no cerulean-tables package in $dist (bash scripts/package.sh npm)"
+data_tables=$(node -p 'require(process.argv[1]).dependencies["@azure/data-tables"]' "$repo/tests/e2e/node/package.json")
+
+project=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-npm-sample.XXXXXX")
+trap 'rm -rf "$project"' EXIT
+cp "$here"/node/cerulean-tables.test.js "$here"/node/types.ts "$project/"
+cd "$project" || give_up "no scratch project"
+cat >package.json <<'EOF'
+{ "name": "cerulean-tables-sample", "version": "1.0.0", "private": true }
+EOF
+npm install --no-audit --no-fund --loglevel=error --prefer-offline \
+  "$tarball" "@azure/data-tables@$data_tables" typescript@5 @types/node@20 >/dev/null ||
+  give_up "npm install of $tarball failed"
+
+passed=0
+failed=0
+log=$(mktemp)
+timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" node --test --test-reporter=spec cerulean-tables.test.js 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+# The spec reporter's totals: "ℹ pass N" / "ℹ fail N".
+read -r p f < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ℹ pass [0-9]+/ { p = $3 } /^ℹ fail [0-9]+/ { f = $3 }
+  END { print p + 0, f + 0 }')
+rm -f "$log"
+passed=$((passed + p))
+failed=$((failed + f))
+((status != 0 && f == 0)) && failed=$((failed + 1))
+
+if npx --no-install tsc --noEmit --strict --target es2022 --module nodenext --moduleResolution nodenext \
+  --types node types.ts; then
+  echo "ok - types.ts compiles against the package's index.d.ts (tsc --strict)"
+  passed=$((passed + 1))
+else
+  echo "not ok - types.ts compiles against the package's index.d.ts (tsc --strict)"
+  failed=$((failed + 1))
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))
+}
