@@ -299,6 +299,15 @@ int Serve(const server::CliOptions& cli) {
   server::FaultInjector faults;
   ctx.faults = &faults;
   if (!cli.faults_file.empty() && !LoadFaults(cli.faults_file, ctx.accounts, &faults)) return 1;
+  // The server's bounded structures in /_metrics (server/README.md, "Memory bounds").
+  metrics.TrackMemory("fault_rules", [&faults] {
+    const server::FaultInjector::Use use = faults.Memory();
+    return server::MemoryUse{use.bytes, use.rules};
+  });
+  metrics.TrackMemory("page_prefetch", [&prefetcher] {
+    const auto [bytes, pages] = prefetcher.Memory();
+    return server::MemoryUse{bytes, pages};
+  });
   server::SetConnectionLimits({.max_connections = cli.max_connections,
                                .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
                                .request_timeout = std::chrono::seconds(cli.request_timeout_s)});

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -159,12 +160,18 @@ struct RestoreStats {
 };
 
 // One figure of a backend's own machinery, for monitoring (Store::Gauges).
+// A gauge named "<structure>_memory_bytes" or "<structure>_memory_entries"
+// (kMemoryBytesSuffix, kMemoryEntriesSuffix) is the memory an in-memory
+// structure of the backend holds now (e.g. "key_log_memory_bytes"), reported
+// beside the server's own structures.
 struct StoreGauge {
   std::string name;  // lower_snake_case, unique per store
   std::string description;
   bool counter = false;  // only ever grows (else it may go up and down)
   uint64_t value = 0;
 };
+inline constexpr std::string_view kMemoryBytesSuffix = "_memory_bytes";
+inline constexpr std::string_view kMemoryEntriesSuffix = "_memory_entries";
 
 class Store {
  public:

@@ -91,6 +91,9 @@ std::optional<std::string> ParseRule(const json& j, const std::string& default_a
       return "'probability' must be between 0 and 1";
     }
   }
+  if (status != 0 && (status < 400 || status > 599)) {
+    return "'status' must be an error status, 400 to 599";
+  }
   if (delay_ms > 600'000) return "'delayMs' must be at most 600000";
   rule->delay = std::chrono::milliseconds(delay_ms);
   if (!drop.empty() && (status != 0 || !code.empty())) {
@@ -171,6 +174,9 @@ std::optional<std::string> ParseFaultRules(std::string_view text,
   for (const auto& [key, value] : doc.items()) {
     if (key != "rules") return "unknown field '" + key + "'";
   }
+  if (doc["rules"].size() > kMaxFaultRules) {
+    return "at most " + std::to_string(kMaxFaultRules) + " rules";
+  }
   out->clear();
   size_t i = 0;
   for (const auto& j : doc["rules"]) {
@@ -236,6 +242,30 @@ std::optional<Fault> FaultInjector::Decide(const FaultTarget& target) {
     return Fault{rule.action, rule.delay, rule.error, rule.message};
   }
   return std::nullopt;
+}
+
+FaultInjector::Use FaultInjector::Memory() const {
+  // Heap bytes of a string: its buffer when longer than the inline one.
+  auto heap = [](const std::string& text) {
+    return text.capacity() > std::string().capacity() ? text.capacity() + 1 : 0;
+  };
+  // A node of std::map: the value and three pointers and a colour.
+  constexpr size_t kNode = 4 * sizeof(void*);
+  Use use;
+  std::lock_guard lock(mu_);
+  for (const auto& [account, rules] : rules_) {
+    use.bytes += kNode + sizeof(account) + heap(account) + sizeof(rules) +
+                 rules.capacity() * sizeof(FaultRule);
+    for (const FaultRule& r : rules) {
+      use.bytes += heap(r.account) + heap(r.operation) + heap(r.table) + heap(r.message) +
+                   (r.partition_key ? heap(*r.partition_key) : 0);
+    }
+    use.rules += rules.size();
+  }
+  for (const auto& [key, n] : injected_) {
+    use.bytes += kNode + sizeof(key) + heap(key.first) + heap(key.second) + sizeof(n);
+  }
+  return use;
 }
 
 std::string FaultInjector::RenderMetrics() const {

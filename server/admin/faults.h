@@ -53,6 +53,11 @@ struct FaultRule {
   uint64_t rng = 0;  // splitmix64 state, from seed
 };
 
+// The most rules one set may hold (a PUT /_faults/{account} body, or the
+// --faults file): each account's rules are replaced by a set, so an account
+// holds at most this many, and the accounts are the configured ones.
+inline constexpr size_t kMaxFaultRules = 1000;
+
 // Parses {"rules": [...]} (README, "Testing with Cerulean"). A rule without
 // "account" belongs to `default_account`; with `only_account` set, a rule
 // naming another account is an error. Returns an error message, or nullopt.
@@ -99,6 +104,14 @@ class FaultInjector {
 
   // Prometheus text: faults injected by operation and action.
   std::string RenderMetrics() const;
+  // The memory the rules and counts hold (/_metrics "fault_rules"): entries
+  // are rules. Bounded by kMaxFaultRules per configured account, and the
+  // counts by the operations times the actions.
+  struct Use {
+    uint64_t bytes = 0;
+    uint64_t rules = 0;
+  };
+  Use Memory() const;
 
  private:
   mutable std::mutex mu_;

@@ -64,6 +64,28 @@ TEST_CASE("faults: bad rules are refused with a reason") {
   CHECK(ParseError(R"({"rules":[{"delayMs":1,"probability":1.5}]})") != "");
   CHECK(ParseError(R"({"rules":[{"delayMs":1,"count":-1}]})") != "");
   CHECK(ParseError(R"({"rules":[{"delayMs":1,"account":"other"}]})") != "");
+  // A status that is no error status, or does not fit one.
+  CHECK(ParseError(R"({"rules":[{"status":4294967799,"code":"ServerBusy"}]})").find("'status'") !=
+        std::string::npos);
+  CHECK(ParseError(R"({"rules":[{"status":200,"code":"ServerBusy"}]})") != "");
+}
+
+TEST_CASE("faults: a set holds at most kMaxFaultRules rules; Memory counts them") {
+  auto set = [](size_t n) {
+    std::string json = R"({"rules":[)";
+    for (size_t i = 0; i < n; ++i) json += std::string(i ? "," : "") + R"({"delayMs":1})";
+    return json + "]}";
+  };
+  CHECK(ParseError(set(kMaxFaultRules + 1)) == "at most 1000 rules");
+  FaultInjector injector;
+  CHECK(injector.Memory().rules == 0);
+  injector.Set(Parse(set(kMaxFaultRules)));
+  const FaultInjector::Use use = injector.Memory();
+  CHECK(use.rules == kMaxFaultRules);
+  CHECK(use.bytes >= kMaxFaultRules * sizeof(FaultRule));
+  injector.Clear("acct");
+  CHECK(injector.Memory().rules == 0);
+  CHECK(injector.Memory().bytes == 0);
 }
 
 TEST_CASE("faults: matching on account, operation, table (any case) and PartitionKey") {

@@ -72,11 +72,62 @@ std::string Metrics::Render() const {
   return out;
 }
 
+void Metrics::TrackMemory(std::string structure, std::function<MemoryUse()> read) {
+  std::lock_guard lock(memory_mu_);
+  memory_.emplace_back(std::move(structure), std::move(read));
+}
+
+std::string Metrics::RenderMemory(const storage::Store& store) const {
+  // (structure, use), sorted by structure for a stable exposition.
+  std::vector<std::pair<std::string, MemoryUse>> rows;
+  {
+    std::lock_guard lock(memory_mu_);
+    for (const auto& [structure, read] : memory_) rows.emplace_back(structure, read());
+  }
+  std::vector<std::pair<std::string, MemoryUse>> stored;
+  for (const auto& g : store.Gauges()) {
+    std::string_view name = g.name;
+    const bool bytes = name.ends_with(storage::kMemoryBytesSuffix);
+    if (!bytes && !name.ends_with(storage::kMemoryEntriesSuffix)) continue;
+    name.remove_suffix(bytes ? storage::kMemoryBytesSuffix.size()
+                             : storage::kMemoryEntriesSuffix.size());
+    auto it = std::find_if(stored.begin(), stored.end(),
+                           [&](const auto& row) { return row.first == name; });
+    if (it == stored.end()) it = stored.insert(stored.end(), {std::string(name), MemoryUse{}});
+    (bytes ? it->second.bytes : it->second.entries) = g.value;
+  }
+  rows.insert(rows.end(), stored.begin(), stored.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  out +=
+      "# HELP cerulean_memory_bytes Bytes held by each bounded in-memory structure "
+      "(server/README.md, \"Memory bounds\").\n"
+      "# TYPE cerulean_memory_bytes gauge\n";
+  for (const auto& [structure, use] : rows) {
+    out += "cerulean_memory_bytes{structure=\"" + structure + "\"} " + std::to_string(use.bytes) +
+           "\n";
+  }
+  out +=
+      "# HELP cerulean_memory_entries Entries held by each bounded in-memory structure.\n"
+      "# TYPE cerulean_memory_entries gauge\n";
+  for (const auto& [structure, use] : rows) {
+    out += "cerulean_memory_entries{structure=\"" + structure + "\"} " +
+           std::to_string(use.entries) + "\n";
+  }
+  return out;
+}
+
 namespace {
-// The store's own figures (Store::Gauges), read at each scrape.
+// The store's own figures (Store::Gauges), read at each scrape; memory
+// figures are rendered by RenderMemory.
 std::string RenderStoreGauges(const storage::Store& store) {
   std::string out;
   for (const auto& g : store.Gauges()) {
+    if (g.name.ends_with(storage::kMemoryBytesSuffix) ||
+        g.name.ends_with(storage::kMemoryEntriesSuffix)) {
+      continue;
+    }
     const std::string name = "cerulean_store_" + g.name;
     out += "# HELP " + name + " " + g.description + "\n";
     out += "# TYPE " + name + (g.counter ? " counter\n" : " gauge\n");

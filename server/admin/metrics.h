@@ -7,8 +7,11 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace cerulean::storage {
 class Store;
@@ -17,6 +20,12 @@ class Store;
 namespace cerulean::server {
 
 struct Request;
+
+// The memory an in-memory structure holds now, for /_metrics.
+struct MemoryUse {
+  uint64_t bytes = 0;
+  uint64_t entries = 0;
+};
 
 class Metrics {
  public:
@@ -34,6 +43,17 @@ class Metrics {
   // the store's own figures (Store::Gauges), current.
   std::string RenderUsage(storage::Store& store);
 
+  // Registers a structure whose memory /_metrics reports as
+  // cerulean_memory_bytes{structure="<structure>"} and
+  // cerulean_memory_entries{...}; `read` is called at each scrape, from the
+  // thread that renders it, and must stay callable as long as this object.
+  // Structures are registered once, at start-up (main.cc); the bound of each
+  // is stated where it is defined (server/README.md, "Memory bounds").
+  void TrackMemory(std::string structure, std::function<MemoryUse()> read);
+  // cerulean_memory_bytes and cerulean_memory_entries of every registered
+  // structure and of the store's (Store::Gauges with a structure), current.
+  std::string RenderMemory(const storage::Store& store) const;
+
   static constexpr std::chrono::seconds kUsageMaxAge{10};
 
   static constexpr std::array<double, 12> kBucketsMs = {0.1, 0.25, 0.5, 1,   2.5, 5,
@@ -50,6 +70,9 @@ class Metrics {
   std::atomic<uint64_t> sum_us_{0};
   std::atomic<uint64_t> count_{0};
   std::array<std::atomic<uint64_t>, 2> queries_{};  // [deferred, inline]
+
+  mutable std::mutex memory_mu_;
+  std::vector<std::pair<std::string, std::function<MemoryUse()>>> memory_;  // guarded by memory_mu_
 
   std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
   std::string usage_text_;  // guarded by usage_mu_

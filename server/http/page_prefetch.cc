@@ -72,6 +72,16 @@ void PagePrefetcher::Kick() {
   pool->Post(std::move(run));
 }
 
+std::pair<uint64_t, uint64_t> PagePrefetcher::Memory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!held_) return {0, 0};
+  uint64_t bytes = held_->key.capacity() + held_->page.body.capacity();
+  if (held_->page.next) {
+    bytes += held_->page.next->partition_key.capacity() + held_->page.next->row_key.capacity();
+  }
+  return {bytes, 1};
+}
+
 std::optional<PagePrefetcher::Page> PagePrefetcher::Take(const storage::Store& store,
                                                          std::string_view key) {
   std::optional<Held> held;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "server/http/blocking_pool.h"
 #include "storage/store.h"
@@ -69,6 +70,10 @@ class PagePrefetcher {
   // Prometheus text: renderings started, pages served, pages dropped as
   // stale, renderings stopped.
   std::string RenderMetrics() const;
+  // The bytes of the page held (/_metrics "page_prefetch"), and 1 if one is
+  // held, else 0. At most one page of kMaxPageBytes (and its key) is held;
+  // a rendering under way holds up to that much more until it ends.
+  std::pair<uint64_t, uint64_t> Memory();
 
  private:
   struct Held {

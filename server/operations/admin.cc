@@ -48,6 +48,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
     if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
     if (ctx.faults) res.body() += ctx.faults->RenderMetrics();
+    if (ctx.metrics) res.body() += ctx.metrics->RenderMemory(*ctx.store);
     return res;
   }
   // POST /_reset/{account}: wipe the account, authorized by its key (Shared

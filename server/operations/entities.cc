@@ -314,6 +314,8 @@ std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& r
   }
   storage::ScanRequest& scan = q->scan;
   scan.ranges = std::move(plan.ranges);
+  // $top=0: an empty page without continuation (no ranges: nothing read).
+  if (opts.top == 0) scan.ranges.clear();
   scan.limit = opts.top;
   scan.max_examined = kMaxExaminedPerPage;
   if (opts.next_partition_key) {

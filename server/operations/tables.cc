@@ -77,6 +77,7 @@ std::optional<ErrorReply> ValidateTableName(std::string_view name) {
 HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  if (opts.top == 0) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
   if (opts.select) {
     for (const auto& name : *opts.select) {
       if (name != "TableName") return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));

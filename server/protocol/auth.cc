@@ -542,11 +542,17 @@ std::string AclToXml(const std::vector<AccessPolicy>& policies) {
   for (const auto& p : policies) {
     out += "<SignedIdentifier><Id>";
     AppendXmlText(&out, p.id);
-    out += "</Id><AccessPolicy>";
-    if (!p.start.empty()) out += "<Start>" + date(p.start) + "</Start>";
-    if (!p.expiry.empty()) out += "<Expiry>" + date(p.expiry) + "</Expiry>";
-    if (!p.permission.empty()) out += "<Permission>" + p.permission + "</Permission>";
-    out += "</AccessPolicy></SignedIdentifier>";
+    out += "</Id>";
+    // An identifier set without a policy, or with an empty one, is listed
+    // without <AccessPolicy>, as Azure lists it.
+    if (!p.start.empty() || !p.expiry.empty() || !p.permission.empty()) {
+      out += "<AccessPolicy>";
+      if (!p.start.empty()) out += "<Start>" + date(p.start) + "</Start>";
+      if (!p.expiry.empty()) out += "<Expiry>" + date(p.expiry) + "</Expiry>";
+      if (!p.permission.empty()) out += "<Permission>" + p.permission + "</Permission>";
+      out += "</AccessPolicy>";
+    }
+    out += "</SignedIdentifier>";
   }
   out += "</SignedIdentifiers>";
   return out;

@@ -95,4 +95,21 @@ TEST_CASE("ACL XML round trip and limits") {
   CHECK(AclToXml({}) == "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers />");
 }
 
+TEST_CASE("ACL XML: an identifier without a policy is listed without <AccessPolicy>") {
+  // As Azure answers Get Table ACL after the JS SDK set these four.
+  std::vector<AccessPolicy> policies;
+  REQUIRE_FALSE(ParseAclXml(
+      "<SignedIdentifiers><SignedIdentifier><Id>null</Id></SignedIdentifier>"
+      "<SignedIdentifier><Id>empty</Id><AccessPolicy/></SignedIdentifier>"
+      "<SignedIdentifier><Id>partial</Id><AccessPolicy><Permission>r</Permission></AccessPolicy>"
+      "</SignedIdentifier></SignedIdentifiers>",
+      &policies));
+  CHECK(AclToXml(policies) ==
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers>"
+        "<SignedIdentifier><Id>null</Id></SignedIdentifier>"
+        "<SignedIdentifier><Id>empty</Id></SignedIdentifier>"
+        "<SignedIdentifier><Id>partial</Id><AccessPolicy><Permission>r</Permission></AccessPolicy>"
+        "</SignedIdentifier></SignedIdentifiers>");
+}
+
 }  // namespace cerulean::server

@@ -19,7 +19,9 @@ void AppendETag(std::string* out, int64_t ticks);
 // written `w/`, as HTTP stacks such as .NET's accept it.
 std::optional<int64_t> ParseETag(std::string_view etag);
 
-// Key path "t(PartitionKey='a',RowKey='b')" with quotes doubled.
+// Key path "t(PartitionKey='a',RowKey='b')" as Azure writes it: quotes in
+// keys doubled, and every byte but letters, digits and -_.!~*'() written
+// %XX (a space %20, '"' %22, UTF-8 bytes each).
 std::string EntityPath(std::string_view table, std::string_view pk, std::string_view rk);
 // Appends EntityPath(table, pk, rk) to *out.
 void AppendEntityPath(std::string* out, std::string_view table, std::string_view pk,

@@ -34,4 +34,16 @@ TEST_CASE("entity key paths double the quotes in keys") {
   CHECK(appended == "base/t(PartitionKey='it''s',RowKey='x')");
 }
 
+TEST_CASE("entity key paths percent-encode what Azure encodes") {
+  // A recorded Azure response (the JS SDK's special-characters test).
+  CHECK(EntityPath("SpecialChars", "A'aaa_bbbb2\"", "\"A'aaa_bbbb2") ==
+        "SpecialChars(PartitionKey='A''aaa_bbbb2%22',RowKey='%22A''aaa_bbbb2')");
+  CHECK(EntityPath("t", "<a>{b}", "a b%c") ==
+        "t(PartitionKey='%3Ca%3E%7Bb%7D',RowKey='a%20b%25c')");
+  CHECK(EntityPath("t", "-_.!~*()", "&=+$,;:@[]|^`") ==
+        "t(PartitionKey='-_.!~*()',RowKey='%26%3D%2B%24%2C%3B%3A%40%5B%5D%7C%5E%60')");
+  CHECK(EntityPath("t", "\xC3\xA9", "\xF0\x9F\x98\x80") ==
+        "t(PartitionKey='%C3%A9',RowKey='%F0%9F%98%80')");
+}
+
 }  // namespace cerulean::server

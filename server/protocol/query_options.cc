@@ -60,11 +60,13 @@ std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Requ
   if (auto t = req.query.Get("$top")) {
     int64_t top = 0;
     auto [p, ec] = std::from_chars(t->data(), t->data() + t->size(), top);
-    if (ec != std::errc() || p != t->data() + t->size() || top < 1 || top > 1000) return invalid;
+    if (ec != std::errc() || p != t->data() + t->size() || top < 0 || top > 1000) return invalid;
     out->top = static_cast<size_t>(top);
     out->has_top = true;
   }
-  if (auto s = req.query.Get("$select")) {
+  // An empty $select selects everything, as an absent one: Azure Storage
+  // Explorer sends "$select=" with every entity query.
+  if (auto s = req.query.Get("$select"); s && !Trim(*s).empty()) {
     std::vector<std::string> names;
     std::unordered_set<std::string_view> seen;
     bool star = false;

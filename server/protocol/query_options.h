@@ -19,6 +19,8 @@ inline constexpr size_t kMaxSelectNames = 255;
 struct QueryOptions {
   std::shared_ptr<const odata::Filter> filter;     // null: no filter
   std::optional<std::vector<std::string>> select;  // nullopt: all properties
+  // 0 to 1000. $top=0 asks for an empty page: Query Entities answers one
+  // with no entity and no continuation (Query Tables refuses it).
   size_t top = 1000;
   bool has_top = false;
   std::optional<std::string> next_partition_key;

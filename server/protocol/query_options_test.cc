@@ -60,6 +60,23 @@ TEST_CASE("$select: de-duplicated, at most 255 distinct names, linear in its len
   CHECK(o.select->size() == 1);
 }
 
+TEST_CASE("$select= and $top=0 as Azure Storage Explorer sends them") {
+  QueryOptions o;
+  REQUIRE_FALSE(
+      ParseOptions({{"$select", ""}, {"$filter", "PartitionKey eq '0'"}, {"$top", "0"}}, &o));
+  CHECK_FALSE(o.select);  // every property
+  CHECK(o.has_top);
+  CHECK(o.top == 0);
+  REQUIRE_FALSE(ParseOptions({{"$select", " "}}, Fresh(&o)));
+  CHECK_FALSE(o.select);
+  for (const char* top : {"-1", "1001", "", "1x"}) {
+    CAPTURE(top);
+    auto err = ParseOptions({{"$top", top}}, Fresh(&o));
+    REQUIRE(err);
+    CHECK(err->error == AzureError::kInvalidInput);
+  }
+}
+
 TEST_CASE("repeated query options: one pass over the parameters") {
   QueryOptions o;
   CHECK(ParseOptions({{"$top", "1"}, {"$top", "2"}}, &o));

@@ -41,6 +41,8 @@ uint64_t SqliteStore::TableWrites(int64_t table_id) const {
 }
 
 void SqliteStore::LogKey(TableChanges* changes, std::string_view pk, std::string_view rk) {
+  const size_t bytes_before = changes->LogBytes();
+  const size_t keys_before = changes->keys.size();
   auto& keys = changes->keys;
   if (keys.size() >= kMaxLoggedKeys || changes->key_bytes >= kMaxLoggedKeyBytes) {
     // Drop the older half: a restore to a state before what remains copies
@@ -52,6 +54,73 @@ void SqliteStore::LogKey(TableChanges* changes, std::string_view pk, std::string
   }
   keys.push_back({changes->writes, std::string(pk), std::string(rk)});
   changes->key_bytes += pk.size() + rk.size();
+  changes->last_logged = ++key_log_clock_;
+  key_log_bytes_ = key_log_bytes_ - bytes_before + changes->LogBytes();
+  key_log_keys_ = key_log_keys_ - keys_before + keys.size();
+  if (key_log_bytes_ > kMaxKeyLogBytes) EvictKeyLogs(changes);
+}
+
+void SqliteStore::ClearKeyLog(TableChanges* changes) {
+  key_log_bytes_ -= changes->LogBytes();
+  key_log_keys_ -= changes->keys.size();
+  std::vector<TableChanges::Key>().swap(changes->keys);  // frees the slots too
+  changes->key_bytes = 0;
+  changes->logged_from = changes->writes;
+}
+
+void SqliteStore::EvictKeyLogs(const TableChanges* keep) {
+  std::vector<std::pair<uint64_t, TableChanges*>> logs;  // (last_logged, table)
+  for (auto& [id, changes] : table_changes_) {
+    if (&changes != keep && changes.keys.capacity() > 0) {
+      logs.emplace_back(changes.last_logged, &changes);
+    }
+  }
+  std::sort(logs.begin(), logs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Down to 3/4 of the bound, so that the next eviction is ~16 MiB of keys
+  // away: the sort is paid once per that much logging.
+  for (const auto& [when, changes] : logs) {
+    if (key_log_bytes_ <= kMaxKeyLogBytes / 4 * 3) break;
+    ClearKeyLog(changes);
+  }
+}
+
+void SqliteStore::ForgetDoomedTables() {
+  for (int64_t id : doomed_in_transaction_) {
+    auto it = table_changes_.find(id);
+    if (it == table_changes_.end()) continue;
+    ClearKeyLog(&it->second);
+    table_changes_.erase(it);
+  }
+  doomed_in_transaction_.clear();
+}
+
+void SqliteStore::PublishKeyLogFigures() {
+  key_log_bytes_figure_.store(key_log_bytes_, std::memory_order_relaxed);
+  key_log_keys_figure_.store(key_log_keys_, std::memory_order_relaxed);
+  // A node of the map is the key-value pair and the next pointer.
+  using Node = std::pair<const int64_t, TableChanges>;
+  write_counts_bytes_figure_.store(table_changes_.size() * (sizeof(Node) + sizeof(void*)) +
+                                       table_changes_.bucket_count() * sizeof(void*),
+                                   std::memory_order_relaxed);
+  write_counts_tables_figure_.store(table_changes_.size(), std::memory_order_relaxed);
+}
+
+std::vector<StoreGauge> SqliteStore::Gauges() const {
+  auto figure = [](std::string name, const char* description, const std::atomic<uint64_t>& value) {
+    return StoreGauge{std::move(name), description, false, value.load(std::memory_order_relaxed)};
+  };
+  const std::string key_log = "key_log", write_counts = "write_counts";
+  return {
+      figure(key_log + std::string(kMemoryBytesSuffix),
+             "Bytes of the keys written since the oldest snapshot, per table.",
+             key_log_bytes_figure_),
+      figure(key_log + std::string(kMemoryEntriesSuffix), "Keys logged.", key_log_keys_figure_),
+      figure(write_counts + std::string(kMemoryBytesSuffix),
+             "Bytes of the write counts of the live tables written.", write_counts_bytes_figure_),
+      figure(write_counts + std::string(kMemoryEntriesSuffix), "Tables counted.",
+             write_counts_tables_figure_),
+  };
 }
 
 Status SqliteStore::UpdateKeyLogging(Connection* w) {
@@ -60,11 +129,7 @@ Status SqliteStore::UpdateKeyLogging(Connection* w) {
   if (!s.ok()) return s;
   log_keys_ = any;
   if (!any) {
-    for (auto& [id, changes] : table_changes_) {
-      changes.keys.clear();
-      changes.key_bytes = 0;
-      changes.logged_from = changes.writes;
-    }
+    for (auto& [id, changes] : table_changes_) ClearKeyLog(&changes);
   }
   return Status::Ok();
 }
@@ -168,6 +233,7 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
       s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", table_id);
       if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", table_id);
       if (!s.ok()) return s;
+      doomed_in_transaction_.push_back(table_id);
       doomed = true;
     }
     for (const Saved& t : saved) {
@@ -184,6 +250,7 @@ Status SqliteStore::RestoreSnapshot(const std::string& account, const std::strin
         s = Execute(w, "INSERT INTO doomed_tables(table_id) VALUES (?1)", t.live_id);
         if (s.ok()) s = Execute(w, "DELETE FROM tables WHERE id = ?1", t.live_id);
         if (!s.ok()) return s;
+        doomed_in_transaction_.push_back(t.live_id);
         doomed = true;
       }
       // A fresh table id (AUTOINCREMENT: above every other), so the copy

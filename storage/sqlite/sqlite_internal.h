@@ -346,6 +346,13 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   } else {
     w->RollbackIfActive();
   }
+  // Tables the body doomed are gone iff it committed.
+  if (s.ok()) {
+    ForgetDoomedTables();
+  } else {
+    doomed_in_transaction_.clear();
+  }
+  PublishKeyLogFigures();
   write_epoch_.fetch_add(1, std::memory_order_release);
   // A lazy commit is never synced on its own: the next durable sync covers
   // its frames too, and WAL frames are replayed in order, so it can be lost

@@ -254,6 +254,112 @@ TEST_CASE_TEMPLATE("snapshot: a table whose key log was cut is copied whole", B,
   CHECK(Dump(*store, "acct") == saved);
 }
 
+// A memory figure of the store's (Store::Gauges): `name` ("memory_bytes" or
+// "memory_entries") of `structure`.
+uint64_t Memory(const Store& store, const std::string& structure, const std::string& name) {
+  for (const StoreGauge& g : store.Gauges()) {
+    if (g.name == structure + "_" + name) return g.value;
+  }
+  FAIL("no gauge " << name << " of " << structure);
+  return 0;
+}
+
+TEST_CASE_TEMPLATE("snapshot: the key log forgets dropped tables and reset accounts", B, FileStore,
+                   MemoryStore) {
+  TempDir dir;
+  auto store = Open<B>(dir);
+  REQUIRE(store->CreateTable("acct", "fixture").ok());
+  Write(*store, "fixture", {Insert("p", "0", {Str("v", "saved")})});
+  REQUIRE(store->SaveSnapshot("acct", "s", nullptr).ok());
+  const std::string saved = Dump(*store, "acct");
+  Write(*store, "fixture", {Insert("p", "1")});
+  const uint64_t bytes = Memory(*store, "key_log", "memory_bytes");
+  const uint64_t tables = Memory(*store, "write_counts", "memory_entries");
+  CHECK(Memory(*store, "key_log", "memory_entries") == 1);
+  CHECK(bytes > 0);
+
+  // A suite's temporary tables, each filled and dropped while the snapshot
+  // exists, and an account reset: none of their keys stays logged.
+  for (int t = 0; t < 20; ++t) {
+    const std::string name = "temp" + std::to_string(t);
+    REQUIRE(store->CreateTable("acct", name).ok());
+    for (int b = 0; b < 10; ++b) {
+      std::vector<WriteOp> ops;
+      for (int i = 0; i < 100; ++i) ops.push_back(Insert("p", std::to_string(b * 100 + i)));
+      Write(*store, name, ops);
+    }
+    CHECK(Memory(*store, "key_log", "memory_entries") == 1 + 1000);
+    CHECK(Memory(*store, "key_log", "memory_bytes") > bytes + 1000 * 8);
+    REQUIRE(store->DeleteTable("acct", name).ok());
+    CHECK(Memory(*store, "key_log", "memory_bytes") == bytes);
+    CHECK(Memory(*store, "write_counts", "memory_entries") == tables);
+  }
+  for (const char* t : {"a", "b"}) {
+    REQUIRE(store->CreateTable("other", t).ok());
+    ApplyResult result;
+    ApplyError error;
+    REQUIRE(store->Apply("other", t, {Insert("p", "1"), Insert("p", "2")}, &result, &error).ok());
+  }
+  CHECK(Memory(*store, "key_log", "memory_entries") == 1 + 4);
+  REQUIRE(store->ResetAccount("other").ok());
+  CHECK(Memory(*store, "key_log", "memory_bytes") == bytes);
+  CHECK(Memory(*store, "write_counts", "memory_entries") == tables);
+
+  // A table the restore drops (created after the save) is forgotten too,
+  // and the restore is exact.
+  REQUIRE(store->CreateTable("acct", "later").ok());
+  Write(*store, "later", {Insert("p", "1")});
+  RestoreStats stats;
+  REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
+  CHECK(stats.tables_patched == 1);
+  CHECK(Dump(*store, "acct") == saved);
+  CHECK(Memory(*store, "write_counts", "memory_entries") == tables);
+
+  // With no snapshot left, nothing is logged and the log's memory is freed.
+  REQUIRE(store->DeleteSnapshot("acct", "s").ok());
+  CHECK(Memory(*store, "key_log", "memory_bytes") == 0);
+  CHECK(Memory(*store, "key_log", "memory_entries") == 0);
+}
+
+TEST_CASE("snapshot(memory): the key logs of all tables together stay within their bound") {
+  TempDir dir;
+  auto store = Open<MemoryStore>(dir);
+  constexpr int kTables = 20;
+  for (int t = 0; t < kTables; ++t) {
+    const std::string name = "t" + std::to_string(t);
+    REQUIRE(store->CreateTable("acct", name).ok());
+    Write(*store, name, {Insert("p", "0")});
+  }
+  REQUIRE(store->SaveSnapshot("acct", "s", nullptr).ok());
+  const std::string saved = Dump(*store, "acct");
+  // 1,900 writes of 2 KiB keys per table: each log stays below its own bound
+  // (4 MiB of keys) and holds 500 distinct keys (few enough to patch), and
+  // together they would hold ~77 MiB.
+  const std::string long_pk(1024, 'k');
+  for (int t = 0; t < kTables; ++t) {
+    const std::string name = "t" + std::to_string(t);
+    for (int b = 0; b < 19; ++b) {
+      std::vector<WriteOp> ops;
+      for (int i = 0; i < 100; ++i) {
+        std::string rk = std::to_string((b * 100 + i) % 500);
+        ops.push_back(
+            Op(WriteKind::kInsertOrReplace, long_pk, rk + std::string(1024 - rk.size(), 'r'), {}));
+      }
+      Write(*store, name, ops);
+      REQUIRE(Memory(*store, "key_log", "memory_bytes") <= SqliteStore::kMaxKeyLogBytes);
+    }
+  }
+  CHECK(Memory(*store, "key_log", "memory_bytes") > SqliteStore::kMaxKeyLogBytes / 2);
+  // The tables whose logs were emptied are copied whole, the others patched:
+  // either way the restore is exact.
+  RestoreStats stats;
+  REQUIRE(store->RestoreSnapshot("acct", "s", &stats).ok());
+  CHECK(stats.tables_copied > 0);
+  CHECK(stats.tables_patched > 0);
+  CHECK(stats.tables_copied + stats.tables_patched == kTables);
+  CHECK(Dump(*store, "acct") == saved);
+}
+
 TEST_CASE_TEMPLATE("snapshot: list, replace, delete, absent", B, FileStore, MemoryStore,
                    PostgresBackend) {
   TempDir dir;

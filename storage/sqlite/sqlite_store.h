@@ -191,6 +191,14 @@ class SqliteStore final : public Store {
   bool Healthy() override;
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
   std::optional<uint64_t> WriteEpoch() const override;
+  // The memory held by the snapshot machinery (server/README.md, "Memory
+  // bounds"): gauges key_log_memory_bytes/_entries (keys) and
+  // write_counts_memory_bytes/_entries (tables), read without waiting for
+  // the writer.
+  std::vector<StoreGauge> Gauges() const override;
+  // The most the key logs of all tables together are counted as holding
+  // (the "key_log" gauge); see TableChanges.
+  static constexpr size_t kMaxKeyLogBytes = size_t{64} << 20;
 
   // Work counters so far. Thread-safe; each counter is read atomically, the
   // three together are not a snapshot.
@@ -302,8 +310,26 @@ class SqliteStore final : public Store {
   void CarryWriteCounts();
   // The writes counted for `table_id`. REQUIRES: writer_mu_ held.
   uint64_t TableWrites(int64_t table_id) const;
-  // Logs the key (encoded) written by write number changes->writes.
-  static void LogKey(TableChanges* changes, std::string_view pk, std::string_view rk);
+  // Logs the key (encoded) written by write number changes->writes; past
+  // kMaxKeyLogBytes in all, empties the logs of the tables written least
+  // recently (EvictKeyLogs). REQUIRES: writer_mu_ held.
+  void LogKey(TableChanges* changes, std::string_view pk, std::string_view rk);
+  // Empties the key log of `changes` and frees its memory: a restore to a
+  // state before its next write copies the table whole. REQUIRES: writer_mu_
+  // held.
+  void ClearKeyLog(TableChanges* changes);
+  // Empties the logs of the tables other than `keep` logged least recently
+  // until the key log holds at most 3/4 of kMaxKeyLogBytes. REQUIRES:
+  // writer_mu_ held.
+  void EvictKeyLogs(const TableChanges* keep);
+  // Forgets the write counts and key logs of the tables doomed by the write
+  // transaction that just committed (doomed_in_transaction_): their ids never
+  // come back, and a restore copies a dropped table whole. REQUIRES:
+  // writer_mu_ held.
+  void ForgetDoomedTables();
+  // Publishes the totals of the key log and the write counts for Gauges().
+  // REQUIRES: writer_mu_ held.
+  void PublishKeyLogFigures();
   // Restores one snapshot table (`snapshot_id`, `ord`: `entities` rows) whose
   // rows were saved from or restored into the live table `live_id` at its
   // write count `live_writes`: nothing to do if it was not written since
@@ -341,25 +367,51 @@ class SqliteStore final : public Store {
   // wrote, so that a restore can tell which tables are still exactly as
   // saved and which rows of the others changed (storage/README.md,
   // "Snapshots").
+  //
+  // Memory bounds (server/README.md, "Memory bounds"): one entry per live
+  // table written since the store opened (a dropped or reset table's entry
+  // is erased when its drop commits, ForgetDoomedTables); a table's key log
+  // holds at most kMaxLoggedKeys keys and kMaxLoggedKeyBytes of key bytes
+  // (keys may be 1 KiB each: the older half is then dropped and logged_from
+  // raised), and all logs together at most kMaxKeyLogBytes as LogBytes()
+  // counts them (the logs of the tables written least recently are then
+  // emptied). A restore that finds a log too short copies the table whole,
+  // so the bounds cost speed, never exactness.
   struct TableChanges {
     uint64_t writes = 0;
     // The keys (encoded) of the writes numbered above `logged_from`, each
-    // with its write's number, oldest first. Bounded by kMaxLoggedKeys and
-    // kMaxLoggedKeyBytes (keys may be 1 KiB each): the older half is then
-    // dropped and logged_from raised.
+    // with its write's number, oldest first.
     uint64_t logged_from = 0;
     struct Key {
       uint64_t write;
       std::string pk, rk;
     };
     std::vector<Key> keys;
-    size_t key_bytes = 0;  // of `keys`' pk and rk
+    size_t key_bytes = 0;      // of `keys`' pk and rk
+    uint64_t last_logged = 0;  // key_log_clock_ at its latest key (EvictKeyLogs)
+    // The memory the log is counted as holding: the vector's slots and the
+    // keys' bytes (a short key held inside its std::string counts twice).
+    size_t LogBytes() const { return keys.capacity() * sizeof(Key) + key_bytes; }
   };
   static constexpr size_t kMaxLoggedKeys = 16384;
   static constexpr size_t kMaxLoggedKeyBytes = size_t{4} << 20;
   std::unordered_map<int64_t, TableChanges> table_changes_;  // guarded by writer_mu_
   // Some snapshot exists: writes log their keys. Guarded by writer_mu_.
   bool log_keys_ = false;
+  // The sum of LogBytes() over table_changes_, and of their keys; the clock
+  // that orders the logs by their latest key. Guarded by writer_mu_.
+  size_t key_log_bytes_ = 0;
+  size_t key_log_keys_ = 0;
+  uint64_t key_log_clock_ = 0;
+  // Tables doomed by the write transaction under way, forgotten once it
+  // commits. Guarded by writer_mu_.
+  std::vector<int64_t> doomed_in_transaction_;
+  // The figures Gauges() reports (PublishKeyLogFigures), readable without
+  // writer_mu_.
+  std::atomic<uint64_t> key_log_bytes_figure_{0};
+  std::atomic<uint64_t> key_log_keys_figure_{0};
+  std::atomic<uint64_t> write_counts_bytes_figure_{0};
+  std::atomic<uint64_t> write_counts_tables_figure_{0};
   // A random number per Open: write counts are those of one incarnation.
   const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer

@@ -43,6 +43,7 @@ Status SqliteStore::DeleteTable(const std::string& account, const std::string& t
     drop.BindInt64(1, id);
     rc = drop.Step();
     if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "drop table");
+    doomed_in_transaction_.push_back(id);
     return Status::Ok();
   });
   if (status.ok()) WakeReaper();
@@ -157,6 +158,11 @@ Status SqliteStore::SetServiceProperties(const std::string& account, const std::
 
 Status SqliteStore::ResetAccount(const std::string& account) {
   Status status = WriteTransaction([&](Connection* w) {
+    Status s = Query(
+        w, "SELECT id FROM tables WHERE account = ?1",
+        [&](Stmt& row) { doomed_in_transaction_.push_back(row.ColumnInt64(0)); },
+        std::string_view(account));
+    if (!s.ok()) return s;
     const char* kSteps[] = {
         "INSERT INTO doomed_tables(table_id) SELECT id FROM tables WHERE account = ?1",
         "DELETE FROM tables WHERE account = ?1",
@@ -164,7 +170,7 @@ Status SqliteStore::ResetAccount(const std::string& account) {
     };
     for (const char* sql : kSteps) {
       Stmt stmt;
-      Status s = w->Prepare(sql, &stmt);
+      s = w->Prepare(sql, &stmt);
       if (!s.ok()) return s;
       stmt.BindText(1, account);
       int rc = stmt.Step();

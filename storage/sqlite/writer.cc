@@ -248,10 +248,12 @@ void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
         q->failed = 0;
       }
     }
+    PublishKeyLogFigures();
     return;
   }
   s = w->Commit();
   write_epoch_.fetch_add(1, std::memory_order_release);
+  PublishKeyLogFigures();
   if (!s.ok()) {
     for (PendingApply* p : group) {
       if (p->status.ok()) {

@@ -373,17 +373,42 @@ function buildFilter() {
 // ---------------------------------------------------------------------------
 // Wiring.
 
+// Connects with what the form holds. A later connect supersedes one still
+// under way: only the latest one's account is used and shown.
+let connects = 0;
 async function connect() {
-  conn.account = $('account').value.trim();
-  conn.mode = $('auth-mode').value;
-  conn.sas = $('sas-token').value.trim();
-  conn.endpoint = ($('endpoint').value.trim() || defaultEndpoint(conn.account)).replace(/\/+$/, '');
-  if (conn.mode === 'key') conn.cryptoKey = await importKey($('account-key').value);
+  const generation = ++connects;
+  const next = {
+    account: $('account').value.trim(),
+    mode: $('auth-mode').value,
+    sas: $('sas-token').value.trim(),
+    endpoint: '',
+    cryptoKey: null,
+  };
+  next.endpoint = ($('endpoint').value.trim() || defaultEndpoint(next.account)).replace(/\/+$/, '');
+  const key = $('account-key').value;
+  if (next.mode === 'key') next.cryptoKey = await importKey(key);
+  if (generation !== connects) return;
+  Object.assign(conn, next);
   state.table = null;
   $('table-view').hidden = true;
   $('welcome').hidden = false;
   await refreshTables();
+  if (generation !== connects) return;
   document.body.dataset.connected = 'true';
+}
+
+// The development account's key is public, so the page opens connected to
+// it, through the same signed Table API as any other account, when the
+// server has it with that key. Anything else (another key for it, a page
+// without Web Crypto, an endpoint that does not answer) leaves the form to
+// ask, without an error: nothing was asked for yet.
+async function connectDevelopmentAccount() {
+  try {
+    await connect();
+  } catch {
+    // The form asks.
+  }
 }
 
 function bind(id, event, fn) {
@@ -490,6 +515,7 @@ function init() {
   });
 
   $('connect-button').focus();
+  connectDevelopmentAccount();
 }
 
 document.addEventListener('DOMContentLoaded', init);

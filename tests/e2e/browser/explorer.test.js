@@ -4,7 +4,8 @@
 // SAS) and every flow is driven through the page, asserting what it shows
 // and, through a separate signed client, what the server stored.
 //
-// Flows: connect (prefilled development account), tables with counts,
+// Flows: opening connected to the development account (its key is public)
+// and connecting to another account, tables with counts,
 // create / delete (confirmed) / reset, entities in key order with paging,
 // the filter builder (PartitionKey equals, RowKey range, RowKey prefix with
 // the successor bound), $select, $top, the query plan panel, the entity
@@ -135,9 +136,9 @@ describe('explorer in headless Chromium', () => {
   let page;
   const apiRequests = [];
 
-  // Opens the explorer in a fresh tab and connects with the prefilled
+  // Opens the explorer in a fresh tab, which connects by itself with the
   // development account.
-  async function openExplorer({ connectNow = true } = {}) {
+  async function openExplorer() {
     if (page) await page.close();
     page = await context.newPage();
     page.on('request', (r) => {
@@ -145,10 +146,7 @@ describe('explorer in headless Chromium', () => {
       if (!u.pathname.startsWith('/_explorer')) apiRequests.push({ method: r.method(), url: r.url(), headers: r.headers() });
     });
     await page.goto(`${server.url}/_explorer`);
-    if (connectNow) {
-      await page.click('#connect-button');
-      await page.waitForSelector('body[data-connected="true"]');
-    }
+    await page.waitForSelector('body[data-connected="true"]');
     return page;
   }
 
@@ -182,17 +180,17 @@ describe('explorer in headless Chromium', () => {
     if (server) await server.stop();
   });
 
-  test('the page loads prefilled, signs every request with Shared Key and lists tables with counts', async () => {
+  test('the page opens connected to the development account, signs every request with Shared Key and lists tables with counts', async () => {
     const t = uniqueTableName('counted');
     await createTable(server, t);
     await insertMany(server, t, Array.from({ length: 1234 }, (_, i) => ({ PartitionKey: `p${i % 3}`, RowKey: `r${i}` })));
-    await openExplorer({ connectNow: false });
+    apiRequests.length = 0;
+    await openExplorer();  // no click
     assert.equal(await page.inputValue('#account'), 'devstoreaccount1');
     assert.equal(await page.inputValue('#account-key'),
       'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==');
     assert.equal(await page.inputValue('#endpoint'), server.endpoint);
-    apiRequests.length = 0;
-    await page.click('#connect-button');
+    assert.ok(await page.isHidden('#error'));
     await page.waitForFunction((name) => {
       const li = document.querySelector(`#tables li[data-table="${name}"] .count`);
       return li && li.textContent === '1,234';
@@ -573,7 +571,6 @@ describe('explorer in headless Chromium', () => {
       await insert(own, t, { PartitionKey: 'x', RowKey: 'y', Text: 'plain' });
       const p = await context.newPage();
       await p.goto(`${own.url}/_explorer`);
-      await p.click('#connect-button');
       await p.click(`#tables li[data-table="${t}"]`);
       await p.waitForSelector('#entities tbody tr[data-index]');
       const [download] = await Promise.all([p.waitForEvent('download'), p.click('#export-table')]);
@@ -600,10 +597,35 @@ describe('explorer in headless Chromium', () => {
     }
   });
 
+  test('another account is asked for: the form connects to it with its key', async () => {
+    const otherKey = Buffer.alloc(64, 9).toString('base64');
+    const own = await startServer({ env: { AZURITE_ACCOUNTS: `otheracct:${otherKey}` } });
+    const other = { ...own, account: 'otheracct', key: otherKey, endpoint: `${own.url}/otheracct` };
+    const mine = uniqueTableName('mine');
+    const theirs = uniqueTableName('theirs');
+    const p = await context.newPage();
+    try {
+      await createTable(own, mine);
+      await createTable(other, theirs);
+      await p.goto(`${own.url}/_explorer`);
+      await p.waitForSelector(`#tables li[data-table="${mine}"]`);
+      assert.equal(await p.$(`#tables li[data-table="${theirs}"]`), null);
+      await p.fill('#account', 'otheracct');
+      await p.fill('#account-key', otherKey);
+      await p.click('#connect-button');
+      await p.waitForSelector(`#tables li[data-table="${theirs}"]`);
+      assert.equal(await p.$(`#tables li[data-table="${mine}"]`), null);
+      assert.equal(await p.inputValue('#endpoint'), other.endpoint);
+    } finally {
+      await p.close();
+      await own.stop();
+    }
+  });
+
   test('a pasted SAS works; a wrong key and reset without a key give Azure errors', async () => {
     const t = uniqueTableName('sas');
     await createTable(server, t);
-    await openExplorer({ connectNow: false });
+    await openExplorer();
     await page.fill('#account-key', Buffer.alloc(64, 7).toString('base64'));
     await page.click('#connect-button');
     let err = await errorShown();
@@ -635,9 +657,13 @@ describe('explorer in headless Chromium', () => {
   test('without Web Crypto (a page that is not a secure context) Shared Key says to use a SAS', async () => {
     const p = await context.newPage();
     try {
-      // What an http:// page under another host name sees.
+      // What an http:// page under another host name sees. It cannot open
+      // connected, and says nothing until asked to connect.
       await p.addInitScript(() => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined }));
       await p.goto(`${server.url}/_explorer`);
+      await p.waitForLoadState('networkidle');
+      assert.ok(await p.isHidden('#error'));
+      assert.equal(await p.getAttribute('body', 'data-connected'), null);
       await p.click('#connect-button');
       await p.waitForSelector('#error:not([hidden])');
       assert.equal(await p.textContent('#error-code'), 'NoWebCrypto');

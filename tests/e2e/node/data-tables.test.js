@@ -542,6 +542,29 @@ describe('transactions (submitTransaction)', () => {
     assert.equal(res.subResponses[6].etag, undefined, 'a delete sub-response has no ETag');
   });
 
+  test('keys with quotes, " < > { } and spaces: inserts in a transaction succeed, Locations as Azure writes them', async () => {
+    // The JS SDK takes a sub-response line holding {...} for an error body.
+    const keys = [["A'aaa_bbbb2\"", "\"A'aaa_bbbb2"], ['<a>', '{b}'], ['{x y}', 'z%<>']];
+    const res = await client.submitTransaction(keys.map(([pk, rk]) =>
+      ['create', { partitionKey: 'special', rowKey: `${pk}|${rk}`, pk }]));
+    assert.equal(res.status, 202);
+    assert.ok(res.subResponses.every((s) => s.status === 204), JSON.stringify(res.subResponses));
+    const rows = await listAll(client, { queryOptions: { filter: odata`PartitionKey eq ${'special'}` } });
+    assert.deepEqual(rows.map((e) => e.rowKey).sort(), keys.map(([pk, rk]) => `${pk}|${rk}`).sort());
+    // Azure's answer to the first pair (a recorded response): the quote
+    // doubled, '"' as %22.
+    const single = await newTable('txloc');
+    const [pk, rk] = keys[0];
+    const created = await single.submitTransaction([['create', { partitionKey: pk, rowKey: rk }]]);
+    assert.equal(created.subResponses[0].rowKey, "%22A''aaa_bbbb2");
+    const raw = [];
+    await single.createEntity({ partitionKey: 'p', rowKey: 'x"<>{}' }, {
+      onResponse: (r) => raw.push(r.headers.get('location'), r.headers.get('dataserviceid')),
+    });
+    assert.deepEqual(raw, Array(2).fill(`${server.endpoint}/${single.tableName}(PartitionKey='p',RowKey='x%22%3C%3E%7B%7D')`));
+    assert.equal((await single.getEntity(pk, rk)).rowKey, rk);
+  });
+
   test('update with If-Match etag inside a transaction: stale etag fails the whole transaction', async () => {
     const pk = 'cond';
     const created = await client.createEntity({ partitionKey: pk, rowKey: 'x', v: 1 });

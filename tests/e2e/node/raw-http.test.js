@@ -1025,8 +1025,8 @@ describe('queries', () => {
     }
   });
 
-  test('$top outside 1..1000 and unsupported options -> 400 InvalidInput', async () => {
-    for (const q of ['$top=0', '$top=1001', '$top=-5', '$top=x']) {
+  test('$top outside 0..1000 and unsupported options -> 400 InvalidInput', async () => {
+    for (const q of ['$top=1001', '$top=-5', '$top=x']) {
       assertError(await call({ path: `/${table}()?${q}` }), 400, 'InvalidInput');
     }
     for (const q of ['$orderby=RowKey', '$skip=1', '$expand=X', '$count=true']) {

@@ -68,6 +68,27 @@ describe('table ACL (stored access policies)', () => {
     assert.deepEqual(await client.getAccessPolicy(), []);
   });
 
+  test('identifiers without a policy come back without one (the JS SDK reads {})', async () => {
+    // The JS SDK's own test against Azure.
+    const client = await newTable('acl');
+    const date = new Date('2021-07-08T09:10:09Z');
+    await client.setAccessPolicy([
+      { id: 'null' },
+      { id: 'empty', accessPolicy: {} },
+      { id: 'partial', accessPolicy: { permission: 'r' } },
+      { id: 'full', accessPolicy: { start: date, expiry: date, permission: 'r' } },
+    ]);
+    const acl = await client.getAccessPolicy();
+    assert.equal(acl.length, 4);
+    const byId = Object.fromEntries(acl.map((s) => [s.id, s.accessPolicy]));
+    assert.deepEqual(byId.null, {});
+    assert.deepEqual(byId.empty, {});
+    assert.deepEqual(byId.partial, { permission: 'r' });
+    assert.deepEqual(byId.full, { start: date, expiry: date, permission: 'r' });
+    const raw = await call({ path: `/${client.tableName}?comp=acl` });
+    assert.match(raw.body, /<SignedIdentifier><Id>null<\/Id><\/SignedIdentifier><SignedIdentifier><Id>empty<\/Id><\/SignedIdentifier>/);
+  });
+
   test('more than 5 policies -> 400 InvalidXmlDocument; malformed XML -> 400', async () => {
     const client = await newTable('acl');
     const six = Array.from({ length: 6 }, (_, i) => ({ id: `p${i}`, accessPolicy: { permission: 'r', expiry: inOneHour() } }));

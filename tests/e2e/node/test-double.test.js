@@ -363,3 +363,56 @@ test('restore puts back only the rows written since the save, and copies only dr
     await s.stop();
   }
 });
+
+// cerulean_memory_bytes and cerulean_memory_entries of /_metrics, by structure.
+async function memory(s) {
+  const res = await request(s, { rawTarget: '/_metrics' });
+  assert.equal(res.status, 200, res.body);
+  const out = {};
+  for (const [, what, structure, n] of res.body.matchAll(/^cerulean_memory_(bytes|entries)\{structure="(\w+)"\} (\d+)$/gm)) {
+    out[structure] = { ...out[structure], [what]: Number(n) };
+  }
+  return out;
+}
+
+test('memory: a dropped table leaves no keys logged for snapshots; fault rules are bounded and counted', async () => {
+  const s = await startServer();
+  try {
+    const fixture = tableClient('fixture', noRetries, s);
+    await fixture.createTable();
+    await fixture.createEntity({ partitionKey: 'p', rowKey: 'r' });
+    assert.equal((await admin('PUT', `/_snapshots/${s.account}/f`, undefined, s)).status, 201);
+    const before = await memory(s);
+    assert.equal(before.key_log.entries, 0);
+    for (let t = 0; t < 3; t++) {
+      const temp = tableClient(`temp${t}`, noRetries, s);
+      await temp.createTable();
+      for (let b = 0; b < 3; ++b) {
+        await temp.submitTransaction(Array.from({ length: 100 }, (_, i) => ['create', { partitionKey: 'p', rowKey: `${b}-${i}` }]));
+      }
+      const filled = await memory(s);
+      assert.equal(filled.key_log.entries, 300);
+      assert.ok(filled.key_log.bytes > before.key_log.bytes + 300 * 8, JSON.stringify(filled));
+      await temp.deleteTable();
+      assert.deepEqual((await memory(s)).key_log, before.key_log);
+    }
+    assert.deepEqual((await memory(s)).write_counts, before.write_counts);
+    const restored = await admin('POST', `/_snapshots/${s.account}/f/restore`, undefined, s);
+    assert.equal(restored.json.tablesKept, 1, restored.body);
+
+    // Fault rules: at most 1,000 a set, each counted.
+    const rule = { operation: 'CreateTable', status: 503, code: 'ServerBusy' };
+    assertError(await admin('PUT', `/_faults/${s.account}`, { rules: Array(1001).fill(rule) }, s), 400, 'InvalidInput');
+    assertError(await admin('PUT', `/_faults/${s.account}`, { rules: [{ ...rule, status: 4294967799 }] }, s), 400, 'InvalidInput');
+    assert.equal((await memory(s)).fault_rules.entries, 0);
+    assert.equal((await admin('PUT', `/_faults/${s.account}`, { rules: Array(1000).fill(rule) }, s)).status, 200);
+    const ruled = await memory(s);
+    assert.equal(ruled.fault_rules.entries, 1000);
+    assert.ok(ruled.fault_rules.bytes > 1000 * 64, JSON.stringify(ruled));
+    assert.equal((await admin('DELETE', `/_faults/${s.account}`, undefined, s)).status, 204);
+    assert.deepEqual((await memory(s)).fault_rules, { bytes: 0, entries: 0 });
+    assert.deepEqual((await memory(s)).page_prefetch, { bytes: 0, entries: 0 });
+  } finally {
+    await s.stop();
+  }
+});

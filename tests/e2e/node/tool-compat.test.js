@@ -2,7 +2,8 @@
 // Requests that real tools other than the SDKs send (Azure Storage Explorer's query builder,
 // hand-written REST clients, browsers, the .NET clients' typed nulls), answered as Azure answers
 // them: Boolean literals in any case, a lower-case weak ETag prefix, a trailing slash on
-// /Tables/, Vary: Origin whenever CORS rules exist, typed JSON nulls accepted and not stored.
+// /Tables/, Vary: Origin whenever CORS rules exist, typed JSON nulls accepted and not stored,
+// Storage Explorer's empty $select and $top=0.
 
 const { test, describe, before } = require('node:test');
 const assert = require('node:assert/strict');
@@ -43,6 +44,26 @@ describe('tools other than the SDKs', () => {
       assert.equal(res.status, 200, `${filter}: ${res.body}`);
       assert.deepEqual(res.json.value.map((e) => e.RowKey), keys, filter);
     }
+  });
+
+  test('Storage Explorer\'s entity query: $select= selects every property, $top=0 is an empty page', async () => {
+    // What the tool sends for a query with "Show top results" set to 0.
+    const res = await call({
+      path: `/${table}?$select=&$filter=PartitionKey%20eq%20'p'&$top=0`, headers: { Accept: NOMETA },
+    });
+    assert.equal(res.status, 200, res.body);
+    assert.deepEqual(res.json.value, []);
+    assert.equal(res.headers['x-ms-continuation-nextpartitionkey'], undefined);
+    assert.equal(res.headers['x-ms-continuation-nextrowkey'], undefined);
+    // Its query for the first page: every property of the matching entities.
+    const page = await call({
+      path: `/${table}?$select=&$filter=PartitionKey%20eq%20'p'&$top=1000`, headers: { Accept: NOMETA },
+    });
+    assert.equal(page.status, 200, page.body);
+    assert.deepEqual(page.json.value.map((e) => [e.RowKey, e.Flag, typeof e.Timestamp]),
+      [['a', true, 'string'], ['b', false, 'string']]);
+    // Query Tables keeps refusing $top=0.
+    assertError(await call({ path: '/Tables?$top=0' }), 400, 'InvalidInput');
   });
 
   test('If-Match with a lower-case weak prefix is compared: 204 when it matches, 412 when not', async () => {
