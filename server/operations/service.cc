@@ -62,7 +62,7 @@ HttpResponse Preflight(const ServerContext& ctx, Request& req) {
         req, ErrorReply(AzureError::kInvalidHeaderValue, "A required CORS header is not present."));
   }
   ServiceProperties props = LoadServiceProperties(ctx, req.account);
-  const CorsRule* rule = MatchCorsRule(props, origin, method);
+  const CorsRule* rule = MatchCorsRule(props.cors, origin, method);
   std::string_view headers = Header(req.http, "Access-Control-Request-Headers");
   if (rule == nullptr || !CorsHeadersAllowed(*rule, headers)) {
     return ErrorResponse(req, ErrorReply(AzureError::kCorsPreflightFailure));
@@ -85,7 +85,7 @@ void ApplyCorsHeaders(const ServerContext& ctx, const Request& req, HttpResponse
   std::string_view origin = Header(req.http, "Origin");
   if (origin.empty()) return;
   ServiceProperties props = LoadServiceProperties(ctx, req.account);
-  const CorsRule* rule = MatchCorsRule(props, origin, req.http.method_string());
+  const CorsRule* rule = MatchCorsRule(props.cors, origin, req.http.method_string());
   if (rule == nullptr) {
     // The answer depends on Origin whenever the account has rules, so caches must
     // key on it even when this origin matched none (Azure's "how the Vary header is set").
