@@ -282,6 +282,8 @@ void HttpSession<Derived>::DoRead() {
   const size_t read_buffer_bytes = large_bodies_ ? kLargeReadBufferBytes : kReadBufferBytes;
   if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
   parser_.emplace();
+  body_unread_ = false;
+  continue_sent_ = false;
   parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
   SetWaiting(true);
   beast::get_lowest_layer(derived().stream()).expires_after(g_limits.keep_alive_timeout);
@@ -323,7 +325,6 @@ void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
     const int in_flight = BeginRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
     body_unread_ = !parser_->is_done();
-    continue_sent_ = false;
     // The router prepares the request from its head: it answers what runs
     // on this thread, asks for the body of an admitted request that reads
     // one, and answers the rest without blocking this thread (the response

@@ -363,6 +363,34 @@ TEST_CASE("no route calls a store that may wait on an I/O thread: a network stor
   CHECK(io_calls.at("/_health").count("Healthy") == 1);
 }
 
+TEST_CASE("injected faults are carried out on the production path, before and after parsing") {
+  testing::TestServer s;
+  FaultInjector faults;
+  s.ctx().faults = &faults;
+  REQUIRE(s.Send(http::verb::post, "/devstoreaccount1/Tables", R"({"TableName":"faulty"})")
+              .result_int() == 201);
+  const std::string rules =
+      R"({"rules":[{"operation":"QueryTables","status":503,"code":"ServerBusy","count":1},)"
+      R"({"operation":"InsertEntity","delayMs":20,"drop":"after","count":1},)"
+      R"({"operation":"GetEntity","drop":"before","count":1}]})";
+  REQUIRE(s.Send(http::verb::put, "/_faults/devstoreaccount1", rules).result_int() == 200);
+  // An error before the operation runs, once.
+  HttpResponse busy = s.Send(http::verb::get, "/devstoreaccount1/Tables");
+  CHECK(busy.result_int() == 503);
+  CHECK(testing::HeaderOf(busy, "x-ms-error-code") == "ServerBusy");
+  CHECK(s.Send(http::verb::get, "/devstoreaccount1/Tables").result_int() == 200);
+  // A write meets its fault once parsed: delayed, applied, and its answer
+  // dropped (the session resets the connection).
+  const std::string entity = "/devstoreaccount1/faulty(PartitionKey='p',RowKey='r')";
+  HttpResponse dropped =
+      s.Send(http::verb::post, "/devstoreaccount1/faulty", R"({"PartitionKey":"p","RowKey":"r"})");
+  CHECK(IsConnectionDrop(dropped));
+  CHECK_FALSE(s.answered_inline());
+  // The read after it is dropped before it runs; the next one sees the write.
+  CHECK(IsConnectionDrop(s.Send(http::verb::get, entity)));
+  CHECK(s.Send(http::verb::get, entity).result_int() == 200);
+}
+
 TEST_CASE("where a prepared request runs: the route's Runs, the store's hint, the pool") {
   BlockingPool pool(1, 1);
   ServerContext with_pool;
