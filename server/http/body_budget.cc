@@ -5,11 +5,18 @@
 
 namespace cerulean::server {
 
+bool BodyBudget::Take(size_t bytes) {
+  size_t used = in_use_.load();
+  do {
+    if (used + bytes > capacity_) return false;
+  } while (!in_use_.compare_exchange_weak(used, used + bytes));
+  return true;
+}
+
 size_t BodyBudget::TryAcquire(size_t bytes) {
   bytes = Clamp(bytes);
-  std::lock_guard lock(mu_);
-  if (!waiters_.empty() || in_use_ + bytes > capacity_) return 0;
-  in_use_ += bytes;
+  // Nobody jumps the queue.
+  if (waiting_.load() != 0 || !Take(bytes)) return 0;
   return bytes;
 }
 
@@ -19,6 +26,8 @@ std::uint64_t BodyBudget::Enqueue(size_t bytes, boost::asio::any_io_executor exe
   const std::uint64_t ticket = next_ticket_++;
   ++waits_;
   waiters_.push_back(Waiter{ticket, Clamp(bytes), std::move(executor), std::move(granted)});
+  waiting_.store(waiters_.size());
+  // Bytes given back since the caller's TryAcquire failed woke no one.
   GrantLocked();
   return ticket;
 }
@@ -28,6 +37,7 @@ bool BodyBudget::Cancel(std::uint64_t ticket) {
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
     if (it->ticket != ticket) continue;
     waiters_.erase(it);
+    waiting_.store(waiters_.size());
     // The one at the front may have held back others that fit.
     GrantLocked();
     return true;
@@ -36,32 +46,31 @@ bool BodyBudget::Cancel(std::uint64_t ticket) {
 }
 
 void BodyBudget::Release(size_t bytes) {
+  in_use_.fetch_sub(bytes);
+  // Either this sees the waiter, or the waiter's Enqueue sees these bytes.
+  if (waiting_.load() == 0) return;
   std::lock_guard lock(mu_);
-  in_use_ -= bytes < in_use_ ? bytes : in_use_;
   GrantLocked();
 }
 
 void BodyBudget::GrantLocked() {
-  while (!waiters_.empty() && in_use_ + waiters_.front().bytes <= capacity_) {
+  while (!waiters_.empty() && Take(waiters_.front().bytes)) {
     Waiter w = std::move(waiters_.front());
     waiters_.pop_front();
-    in_use_ += w.bytes;
+    waiting_.store(waiters_.size());
     boost::asio::post(w.executor,
                       [granted = std::move(w.granted), taken = w.bytes] { granted(taken); });
   }
 }
 
-size_t BodyBudget::in_use() const {
-  std::lock_guard lock(mu_);
-  return in_use_;
-}
+size_t BodyBudget::in_use() const { return in_use_.load(); }
 
 std::string BodyBudget::RenderMetrics() const {
   size_t in_use, waiting;
   std::uint64_t waits;
   {
     std::lock_guard lock(mu_);
-    in_use = in_use_;
+    in_use = in_use_.load();
     waiting = waiters_.size();
     waits = waits_;
   }

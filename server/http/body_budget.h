@@ -11,6 +11,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -56,12 +57,17 @@ class BodyBudget {
     std::function<void(size_t)> granted;
   };
   size_t Clamp(size_t bytes) const { return bytes < capacity_ ? bytes : capacity_; }
+  // Adds `bytes` to in_use_ iff they fit.
+  bool Take(size_t bytes);
   // Grants the waiters at the front that fit. REQUIRES: mu_ held.
   void GrantLocked();
 
   const size_t capacity_;
+  // Taken without the lock while nobody waits: a body costs two atomic
+  // operations on the way in and out.
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> waiting_{0};  // waiters_.size()
   mutable std::mutex mu_;
-  size_t in_use_ = 0;              // guarded by mu_
   std::deque<Waiter> waiters_;     // guarded by mu_
   std::uint64_t next_ticket_ = 1;  // guarded by mu_
   std::uint64_t waits_ = 0;        // guarded by mu_: requests that waited, ever
