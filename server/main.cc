@@ -25,10 +25,12 @@
 #include "server/admin/metrics.h"
 #include "server/cli.h"
 #include "server/http/blocking_pool.h"
+#include "server/http/body_budget.h"
 #include "server/http/listener.h"
 #include "server/http/page_prefetch.h"
 #include "server/http/tls.h"
 #include "server/operations/test_double.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/request.h"
 #include "storage/edm_text.h"
 #include "storage/postgres/postgres_store.h"
@@ -42,6 +44,20 @@ using namespace cerulean;
 // with the first and grows to the second as work waits (blocking_pool.h).
 constexpr size_t kInitialBlockingThreads = 2;
 constexpr size_t kBlockingThreads = 32;
+
+// The memory request bodies may hold across all connections (body_budget.h):
+// 64 bodies of the largest size (4 MiB), against 4 GiB for 1,000
+// connections (--maxConnections) without it. More bodies than that at once
+// could only wait in memory: the server parses them on its I/O threads
+// (one per CPU) and commits writes one group at a time.
+constexpr size_t kBodyMemory = 256 * 1024 * 1024;
+
+// How long a cached ACL or CORS rule set is used on a store that other
+// nodes write too (PostgreSQL) before it is read again (document_cache.h).
+// Azure documents up to 30 s for a stored access policy to take effect;
+// 5 s keeps a node well inside that while reading each document at most
+// once per 5 s, off the I/O threads.
+constexpr std::chrono::milliseconds kDocumentMaxAge{5000};
 
 // CPUs in this process's affinity mask (at least 1).
 unsigned UsableCpus() {
@@ -308,6 +324,17 @@ int Serve(const server::CliOptions& cli) {
     const auto [bytes, pages] = prefetcher.Memory();
     return server::MemoryUse{bytes, pages};
   });
+  // CORS rules and stored access policies, for routing and authentication
+  // on the I/O threads (document_cache.h). Other nodes may write a
+  // PostgreSQL database too: their changes are seen within kDocumentMaxAge.
+  server::DocumentCache documents(
+      ctx.accounts,
+      {.max_age = cli.database.empty() ? std::chrono::milliseconds(0) : kDocumentMaxAge});
+  ctx.documents = &documents;
+  // Before the io_contexts: sessions, which give their bytes back when
+  // destroyed, go with them.
+  server::BodyBudget body_budget(kBodyMemory);
+  ctx.body_budget = &body_budget;
   server::SetConnectionLimits({.max_connections = cli.max_connections,
                                .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
                                .request_timeout = std::chrono::seconds(cli.request_timeout_s)});

@@ -1,6 +1,7 @@
 // Tests of the explorer's server side: the page's assets at /_explorer and
-// the x-cerulean-query-plan header of Query Entities, through HandleRequest
-// with Shared Key signed requests on an in-memory store.
+// the x-cerulean-query-plan header of Query Entities, through the
+// production entry path (operations/test_server.h) with Shared Key signed
+// requests on an in-memory store.
 #include "server/admin/explorer.h"
 
 #include <doctest/doctest.h>

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& rule : props.cors) {
       static_cast<void>(cerulean::server::CorsHeadersAllowed(rule, xml.substr(0, 256)));
     }
-    static_cast<void>(cerulean::server::MatchCorsRule(props, "http://a.example", "GET"));
+    static_cast<void>(cerulean::server::MatchCorsRule(props.cors, "http://a.example", "GET"));
   }
   return 0;
 }

@@ -21,8 +21,6 @@ class RequestParseCategoryImpl : public boost::system::error_category {
   const char* name() const noexcept override { return "cerulean.request"; }
   std::string message(int ev) const override {
     switch (static_cast<RequestParseError>(ev)) {
-      case RequestParseError::kExpectContinue:
-        return "the client expects 100 Continue";
       case RequestParseError::kChunkExtensionsTooLarge:
         return "chunk extensions too large";
       case RequestParseError::kTrailerTooLarge:
@@ -88,17 +86,23 @@ void RequestParser::on_field_impl(http::field name, boost::beast::string_view na
 
 void RequestParser::on_header_impl(error_code& ec) {
   header_done_ = true;
-  // basic_parser has chosen the body's state before calling this, so that
-  // parsing resumes with the body after this pause.
-  if (expect_continue_ && !is_done()) ec = RequestParseError::kExpectContinue;
+  ec = {};
 }
 
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
                                       error_code& ec) {
+  if (discard_body_) {
+    ec = {};
+    return;
+  }
   reader_.init(content_length, ec);
 }
 
 std::size_t RequestParser::on_body_impl(boost::beast::string_view body, error_code& ec) {
+  if (discard_body_) {
+    ec = {};
+    return body.size();
+  }
   return reader_.put(boost::asio::const_buffer(body.data(), body.size()), ec);
 }
 
@@ -110,6 +114,10 @@ void RequestParser::on_chunk_header_impl(std::uint64_t, boost::beast::string_vie
 
 std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
                                               error_code& ec) {
+  if (discard_body_) {
+    ec = {};
+    return body.size();
+  }
   return reader_.put(boost::asio::const_buffer(body.data(), body.size()), ec);
 }
 

@@ -13,11 +13,12 @@
 //  - trailer fields are counted and bounded, not merged into the headers
 //    (RFC 9110 §6.5.1: a recipient must not merge a trailer field it does
 //    not know to be allowed there; no Table operation reads one);
-//  - a request that carries `Expect: 100-continue` and has a body stops
-//    with RequestParseError::kExpectContinue once its header is parsed, so
-//    that the session can answer 100 Continue (or a final error) before
-//    the client sends the body; reading on with the same parser continues
-//    with the body.
+//  - its body can be dropped as it is parsed (DiscardBody), for a request
+//    answered without it: the connection stays in step without holding it.
+// The session reads the head first (http::async_read_header) and decides
+// from it whether the body is read (router.h), so that it can answer
+// `Expect: 100-continue` with 100 Continue or a final error before the
+// client sends the body.
 // Thread-safety: one parser per request, used by one thread.
 #pragma once
 
@@ -55,9 +56,7 @@ inline constexpr size_t kMaxReadBufferBytes = kMaxHeaderBytes + 64 * 1024;
 
 // Errors of RequestParser beyond Beast's http::error.
 enum class RequestParseError {
-  // Not a failure: the header asks for 100 Continue before the body.
-  kExpectContinue = 1,
-  kChunkExtensionsTooLarge,
+  kChunkExtensionsTooLarge = 1,
   kTrailerTooLarge,
   kFieldTooLarge,  // one header field longer than basic_fields can hold
 };
@@ -83,6 +82,9 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   HttpRequest release() { return std::move(m_); }
   // True iff the header asked for 100 Continue (HTTP/1.1 only).
   bool expects_continue() const { return expect_continue_; }
+  // Parses the rest of the body without keeping it. REQUIRES: no body byte
+  // was parsed yet.
+  void DiscardBody() { discard_body_ = true; }
   // Calls `callback(arg)` once the request line has been parsed (the
   // session moves from its keep-alive deadline to the request's). Beast
   // parses the request line as soon as the first bytes of a request hold
@@ -117,6 +119,7 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   std::size_t trailer_bytes_ = 0;
   bool header_done_ = false;  // fields from now on are trailer fields
   bool expect_continue_ = false;
+  bool discard_body_ = false;
   void (*on_request_line_)(void*) = nullptr;
   void* on_request_line_arg_ = nullptr;
 };
@@ -158,8 +161,8 @@ class StringStream {
 }  // namespace internal
 
 // Reads the requests in `wire` one after another as a connection does (a
-// RequestParser each, one limited read buffer, reading on after
-// kExpectContinue), the bytes arriving at most `piece` at a time; calls
+// RequestParser each, one limited read buffer, the head first and then the
+// body), the bytes arriving at most `piece` at a time; calls
 // `on_request` with each complete request. Returns the error that ended
 // reading: http::error::end_of_stream when the bytes ended between
 // requests. For tests and the fuzzer (http_request_fuzz.cc).
@@ -173,8 +176,8 @@ inline boost::system::error_code ReadRequests(std::string_view wire, size_t piec
   for (;;) {
     RequestParser parser;
     boost::system::error_code ec;
-    http::read(stream, buffer, parser, ec);
-    if (ec == RequestParseError::kExpectContinue) http::read(stream, buffer, parser, ec);
+    http::read_header(stream, buffer, parser, ec);
+    if (!ec && !parser.is_done()) http::read(stream, buffer, parser, ec);
     if (ec) return ec;
     HttpRequest request = parser.release();
     on_request(request);

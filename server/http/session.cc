@@ -17,6 +17,7 @@
 #include "server/admin/logger.h"
 #include "server/formats/guid.h"
 #include "server/formats/http_date.h"
+#include "server/http/body_budget.h"
 #include "server/http/listener.h"
 #include "server/http/page_prefetch.h"
 #include "server/protocol/router.h"
@@ -260,6 +261,17 @@ Continuation HttpSession<Derived>::Defer(void* self) {
 }
 
 template <class Derived>
+HttpSession<Derived>::~HttpSession() {
+  // Waiting for the budget: the grant, if it comes, finds no session and
+  // gives the bytes back itself.
+  if (budget_ticket_ != 0 && ctx_.body_budget != nullptr) ctx_.body_budget->Cancel(budget_ticket_);
+  if (body_reserved_ > 0 && ctx_.body_budget != nullptr) {
+    ctx_.body_budget->Release(body_reserved_);
+  }
+  EndRequest();
+}
+
+template <class Derived>
 void HttpSession<Derived>::DoRead() {
   // Beast reads at most max(512, free capacity) bytes per call: a buffer
   // that only grew to the last request's size took a second recvmsg for
@@ -270,10 +282,14 @@ void HttpSession<Derived>::DoRead() {
   const size_t read_buffer_bytes = large_bodies_ ? kLargeReadBufferBytes : kReadBufferBytes;
   if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
   parser_.emplace();
+  body_unread_ = false;
+  continue_sent_ = false;
   parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
   SetWaiting(true);
   beast::get_lowest_layer(derived().stream()).expires_after(g_limits.keep_alive_timeout);
-  DoReadRest();
+  http::async_read_header(
+      derived().stream(), buffer_, *parser_,
+      beast::bind_front_handler(&HttpSession::OnHeader, derived().shared_from_this()));
 }
 
 template <class Derived>
@@ -295,13 +311,7 @@ void HttpSession<Derived>::OnRequestLine(void* self) {
 }
 
 template <class Derived>
-void HttpSession<Derived>::DoReadRest() {
-  http::async_read(derived().stream(), buffer_, *parser_,
-                   beast::bind_front_handler(&HttpSession::OnRead, derived().shared_from_this()));
-}
-
-template <class Derived>
-void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
+void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
   Guard("read", [&] {
     if (ec) {
       if (ec == http::error::end_of_stream) return derived().DoClose();
@@ -309,44 +319,199 @@ void HttpSession<Derived>::OnRead(beast::error_code ec, std::size_t) {
       if (ec == http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
         return RejectHeaderTooLarge();
       }
-      if (ec == RequestParseError::kExpectContinue) return SendContinue();
       return Fail(ec, "read");
     }
     SetWaiting(false);
     const int in_flight = BeginRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->NoteRequest();
-    request_ = parser_->release();
-    large_bodies_ = request_.body().size() > kReadBufferBytes;
-    // The router answers at once what runs on this thread, and answers the
-    // rest without blocking it: the response then comes through Defer.
-    auto res = ServeRequest(ctx_, request_, Arrival{peer_, in_flight}, &HttpSession::Defer, this);
-    if (res) Respond(std::move(*res));
+    body_unread_ = !parser_->is_done();
+    // The router prepares the request from its head: it answers what runs
+    // on this thread, asks for the body of an admitted request that reads
+    // one, and answers the rest without blocking this thread (the response
+    // then comes through Defer).
+    Carry(ServeRequest(ctx_, parser_->get(), Arrival{peer_, in_flight, body_unread_},
+                       &HttpSession::Defer, this, &held_));
   });
 }
 
 template <class Derived>
-void HttpSession<Derived>::SendContinue() {
+void HttpSession<Derived>::Carry(Served&& served) {
+  switch (served.next) {
+    case Served::Next::kAnswered:
+      return Respond(std::move(*served.response));
+    case Served::Next::kLater:
+      return;
+    case Served::Next::kReadBody:
+      return ReadBody();
+  }
+}
+
+template <class Derived>
+void HttpSession<Derived>::ReadBody() {
+  // The announced length, or all that a chunked body may hold.
+  const auto length = parser_->content_length();
+  const size_t wanted = length ? static_cast<size_t>(*length) : kMaxBodyBytes;
+  BodyBudget* budget = ctx_.body_budget;
+  if (budget == nullptr) return StartBody();
+  if (size_t taken = budget->TryAcquire(wanted)) {
+    body_reserved_ = taken;
+    return StartBody();
+  }
+  // Not read meanwhile: the client is held back by TCP (or waits for 100
+  // Continue), for at most the request timeout.
+  std::weak_ptr<Derived> weak = derived().shared_from_this();
+  budget_ticket_ =
+      budget->Enqueue(wanted, derived().stream().get_executor(), [weak, budget](size_t taken) {
+        auto self = weak.lock();
+        if (!self) return budget->Release(taken);
+        self->Guard("budget", [&] { self->OnBudget(taken); });
+      });
+  budget_timer_.emplace(derived().stream().get_executor());
+  budget_timer_->expires_after(g_limits.request_timeout);
+  budget_timer_->async_wait([self = derived().shared_from_this()](beast::error_code ec) {
+    if (ec) return;
+    self->Guard("budget", [&] { self->OnBudgetTimeout(); });
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnBudget(size_t taken) {
+  budget_ticket_ = 0;
+  body_reserved_ = taken;
+  if (budget_timer_) budget_timer_->cancel();
+  StartBody();
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnBudgetTimeout() {
+  // Granted meanwhile: the grant is on its way.
+  if (budget_ticket_ == 0 || !ctx_.body_budget->Cancel(budget_ticket_)) return;
+  budget_ticket_ = 0;
+  Carry(ServeError(ctx_, held_, ErrorReply(AzureError::kServerBusy), &HttpSession::Defer, this));
+}
+
+template <class Derived>
+void HttpSession<Derived>::StartBody() {
   // A client that did not wait for 100 Continue has begun the body: no
   // need to invite it (RFC 9110 §10.1.1).
-  if (buffer_.size() > 0) return DoReadRest();
-  net::async_write(
-      derived().stream(), net::buffer(kContinue.data(), kContinue.size()),
-      beast::bind_front_handler(&HttpSession::OnContinue, derived().shared_from_this()));
+  if (parser_->expects_continue() && buffer_.size() == 0) {
+    continue_sent_ = true;
+    net::async_write(
+        derived().stream(), net::buffer(kContinue.data(), kContinue.size()),
+        beast::bind_front_handler(&HttpSession::OnContinue, derived().shared_from_this()));
+    return;
+  }
+  ReadBodyBytes();
 }
 
 template <class Derived>
 void HttpSession<Derived>::OnContinue(beast::error_code ec, std::size_t) {
   Guard("continue", [&] {
     if (ec) return Fail(ec, "write");
-    DoReadRest();
+    ReadBodyBytes();
   });
 }
 
 template <class Derived>
+void HttpSession<Derived>::ReadBodyBytes() {
+  // A short body usually came with its head: parsed here, it costs no trip
+  // through the io_context.
+  parser_->eager(true);
+  beast::error_code ec;
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    const size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == http::error::need_more) {
+      ec = {};
+      break;
+    }
+    if (ec || used == 0) break;
+  }
+  if (ec || parser_->is_done()) return BodyRead(ec);
+  http::async_read(derived().stream(), buffer_, *parser_,
+                   beast::bind_front_handler(&HttpSession::OnBody, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnBody(beast::error_code ec, std::size_t) {
+  Guard("read", [&] { BodyRead(ec); });
+}
+
+template <class Derived>
+void HttpSession<Derived>::BodyRead(beast::error_code ec) {
+  if (ec) {
+    // A chunked body over the limit.
+    if (ec == http::error::body_limit) return RejectTooLarge();
+    return Fail(ec, "read");
+  }
+  body_unread_ = false;
+  large_bodies_ = parser_->get().body().size() > kReadBufferBytes;
+  Carry(ServeBody(ctx_, held_, &HttpSession::Defer, this));
+}
+
+template <class Derived>
+void HttpSession<Derived>::DiscardBody() {
+  parser_->DiscardBody();
+  // Waiting: at the connection limit, a connection that only sends what is
+  // dropped makes room first.
+  SetWaiting(true);
+  http::async_read(
+      derived().stream(), buffer_, *parser_,
+      beast::bind_front_handler(&HttpSession::OnDiscarded, derived().shared_from_this()));
+}
+
+template <class Derived>
+void HttpSession<Derived>::OnDiscarded(beast::error_code ec, std::size_t) {
+  Guard("read", [&] {
+    if (ec) return Fail(ec, "read");
+    if (evicted()) return CloseNow();
+    DoRead();
+  });
+}
+
+template <class Derived>
+void HttpSession<Derived>::ReleaseBody() {
+  if (parser_) std::string().swap(parser_->get().body());
+  if (body_reserved_ > 0) {
+    ctx_.body_budget->Release(body_reserved_);
+    body_reserved_ = 0;
+  }
+}
+
+template <class Derived>
+std::uint64_t HttpSession<Derived>::DrainUnreadBody(std::optional<std::uint64_t> length) {
+  std::uint64_t buffered = buffer_.size();
+  std::uint64_t left = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
+  left = std::min<std::uint64_t>(left, kMaxDrainBytes);
+  if (parser_->expects_continue() && !continue_sent_ && buffered == 0) left = 0;
+  buffer_.consume(buffer_.size());
+  return left;
+}
+
+template <class Derived>
 void HttpSession<Derived>::Respond(HttpResponse res) {
-  request_ = {};
+  if (body_reserved_ > 0) {
+    ctx_.body_budget->Release(body_reserved_);
+    body_reserved_ = 0;
+  }
   if (IsConnectionDrop(res)) return DropConnection();
   bool close = res.need_eof() || group_->closing();
+  discard_body_ = false;
+  if (body_unread_) {
+    // A client waiting for 100 Continue may or may not send the body now:
+    // the connection cannot be read on safely (RFC 9110 §10.1.1).
+    if (close || (parser_->expects_continue() && !continue_sent_)) {
+      close = true;
+      std::optional<std::uint64_t> length;  // none for a chunked body
+      if (auto l = parser_->content_length()) length = *l;
+      drain_left_ = DrainUnreadBody(length);
+    } else {
+      discard_body_ = true;
+    }
+  }
+  // The request's message goes now (the next request gets a new parser),
+  // unless its body is still to be read and dropped.
+  if (!discard_body_) parser_.reset();
   if (close) res.keep_alive(false);
   DoWrite(std::move(res), close);
 }
@@ -368,6 +533,10 @@ void HttpSession<Derived>::RejectTooLarge() {
   // Body bytes already buffered count as drained. A client that waits for
   // 100 Continue sends no body: close right after the answer.
   SetWaiting(false);
+  // Refused while its body was read (a chunked body over the limit): the
+  // request prepared from its head goes.
+  held_.req.reset();
+  ReleaseBody();
   // Beast reports a Content-Length over the limit before it marks the header
   // done (content_length() asserts then): take the length from the field
   // itself when it was stored.
@@ -380,11 +549,7 @@ void HttpSession<Derived>::RejectTooLarge() {
     const auto text = it->value();
     if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) length = v;
   }
-  std::uint64_t buffered = buffer_.size();
-  drain_left_ = length ? (*length > buffered ? *length - buffered : 0) : kMaxDrainBytes;
-  drain_left_ = std::min<std::uint64_t>(drain_left_, kMaxDrainBytes);
-  if (parser_->expects_continue() && buffered == 0) drain_left_ = 0;
-  buffer_.consume(buffer_.size());
+  drain_left_ = DrainUnreadBody(length);
   HttpRequest req = parser_->release();
   req.body().clear();
   req.keep_alive(false);
@@ -466,6 +631,10 @@ void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t
     if (close) return derived().DoClose();
     response_ = {};
     if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
+    if (discard_body_) {
+      discard_body_ = false;
+      return DiscardBody();
+    }
     DoRead();
   });
 }

@@ -2,9 +2,17 @@
 // keep alive, close gracefully (Beast advanced_server_flex). HttpSession
 // holds the request loop once for both transports; PlainSession runs it over
 // TCP, TlsSession over TLS after the handshake. The transport is a template
-// parameter, so plain HTTP pays nothing for TLS support. A session hands each
-// request it reads to the router (ServeRequest) unread: where the request
-// runs is the route table's business (routes.h), not the session's.
+// parameter, so plain HTTP pays nothing for TLS support.
+//
+// A session reads each request's head and hands it to the router
+// (ServeRequest), which prepares it (authentication included) from the head
+// alone: where the request runs is the route table's business (routes.h),
+// not the session's. Only an admitted request whose operation reads a body
+// gets its body read, once the body's length is taken from the server-wide
+// budget (body_budget.h). A request answered without its body (refused, or
+// an operation that reads none) has the body dropped as it arrives, which
+// costs no memory, and keeps its connection; one whose client waits for
+// 100 Continue gets its answer instead, and the connection is closed.
 // Thread-safety: a session runs on one I/O thread's io_context, which that
 // thread alone runs (Listener).
 #pragma once
@@ -13,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -25,6 +34,7 @@
 
 #include "server/http/request_parser.h"
 #include "server/protocol/request.h"
+#include "server/protocol/router.h"
 #include "server/protocol/scheduler.h"
 
 namespace cerulean::server {
@@ -39,7 +49,8 @@ struct ConnectionLimits {
   // after connecting or after its previous response (idle keep-alive).
   std::chrono::seconds keep_alive_timeout{60};
   // Time it then has to send the rest of that request (headers and body):
-  // slow senders (slowloris) are closed when it runs out.
+  // slow senders (slowloris) are closed when it runs out. A body waiting
+  // for the body budget waits at most this long, then gets 503 ServerBusy.
   std::chrono::seconds request_timeout{60};
 };
 void SetConnectionLimits(const ConnectionLimits& limits);
@@ -141,10 +152,12 @@ class HttpSession : public Connection {
       : ctx_(ctx), group_(std::move(group)), peer_(std::move(peer)) {
     LimitReadBuffer(buffer_);
   }
-  ~HttpSession() override { EndRequest(); }
+  ~HttpSession() override;
 
   void DoRead();
   void Fail(boost::beast::error_code ec, const char* what);
+  // Gives back what the request's body holds (memory and budget).
+  void ReleaseBody();
   // Runs the body of a completion handler: an exception it throws closes
   // this connection and is logged, and never reaches io_context::run().
   template <class F>
@@ -156,14 +169,34 @@ class HttpSession : public Connection {
 
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
-  void OnRead(boost::beast::error_code ec, std::size_t bytes);
-  // Reads on with parser_ (after 100 Continue).
-  void DoReadRest();
+  // The request's head is in: the router prepares it.
+  void OnHeader(boost::beast::error_code ec, std::size_t bytes);
+  // Carries out what the router decided (respond, wait, read the body).
+  void Carry(Served&& served);
+  // Takes the body's length from the budget (waiting if it must), then
+  // reads the body.
+  void ReadBody();
+  void OnBudget(size_t taken);
+  void OnBudgetTimeout();
+  // Answers `Expect: 100-continue` if the client waits for it, then reads
+  // the body.
+  void StartBody();
+  void OnContinue(boost::beast::error_code ec, std::size_t bytes);
+  // Parses what the buffer holds, then reads the rest of the body.
+  void ReadBodyBytes();
+  void OnBody(boost::beast::error_code ec, std::size_t bytes);
+  // The body is in (or failed to arrive): the router goes on with the request.
+  void BodyRead(boost::beast::error_code ec);
+  // After answering a request whose body was not read: reads the body and
+  // drops it, then the next request.
+  void DiscardBody();
+  void OnDiscarded(boost::beast::error_code ec, std::size_t bytes);
   // Called by the parser at the request line: the request timeout starts.
   static void OnRequestLine(void* self);
-  // Answers `Expect: 100-continue`, then reads the body.
-  void SendContinue();
-  void OnContinue(boost::beast::error_code ec, std::size_t bytes);
+  // Bytes still to drop before closing after answering a request whose
+  // body was not read (none if its client waits for 100 Continue and has
+  // sent nothing); the buffered ones are dropped now.
+  std::uint64_t DrainUnreadBody(std::optional<std::uint64_t> length);
   std::shared_ptr<Connection> Share() override;
   void Evict() override;
   // Where an answer computed later goes (ServeRequest's `defer`).
@@ -174,7 +207,7 @@ class HttpSession : public Connection {
   void EndRequest();
   // Closes the socket at once (after an exception or an eviction).
   void CloseNow() noexcept;
-  // Sends the answer to request_ (on the session's I/O thread).
+  // Sends the answer to the request (on the session's I/O thread).
   void Respond(HttpResponse res);
   void DoWrite(HttpResponse res, bool close);
   // Resets the connection without answering (an injected fault).
@@ -190,9 +223,17 @@ class HttpSession : public Connection {
   void DoDrain();
   void OnDrain(boost::beast::error_code ec, std::size_t bytes);
 
+  // The request being read and answered: its message lives in the parser
+  // until the next request begins.
   std::optional<RequestParser> parser_;
-  HttpRequest request_;  // the request being answered
-  std::string wire_;     // the response's bytes while they are written
+  HeldRequest held_;                 // prepared from its head, while its body is read
+  bool body_unread_ = false;         // the head announced a body not read (yet)
+  bool discard_body_ = false;        // after this answer, drop the body and keep alive
+  bool continue_sent_ = false;       // 100 Continue was sent for this request
+  size_t body_reserved_ = 0;         // taken from ctx_.body_budget for this body
+  std::uint64_t budget_ticket_ = 0;  // waiting for the budget (BodyBudget::Enqueue)
+  std::optional<boost::asio::steady_timer> budget_timer_;
+  std::string wire_;  // the response's bytes while they are written
   // A connection keeps a wire buffer up to this size between requests.
   static constexpr size_t kKeepWireBytes = 64 * 1024;
   HttpResponse response_;

@@ -6,8 +6,10 @@
 #include "server/admin/faults.h"
 #include "server/admin/metrics.h"
 #include "server/formats/url.h"
+#include "server/http/body_budget.h"
 #include "server/http/page_prefetch.h"
 #include "server/operations/test_double.h"
+#include "server/protocol/document_cache.h"
 
 namespace cerulean::server {
 
@@ -21,15 +23,39 @@ std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& re
   req.account = *account;
   req.op = op;
   if (!method_allowed) return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
-  if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
+  auto err = Authenticate(ctx, &req);
+  // A SAS never reaches these endpoints, whatever policy it names.
+  req.missing_documents &= ~kMissingAcl;
+  if (err) return ErrorResponse(req, *err);
   if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
   }
   return std::nullopt;
 }
 
-HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
+namespace {
+constexpr std::string_view kReset = "/_reset/";
+constexpr std::string_view kFaults = "/_faults/";
+constexpr std::string_view kSnapshots = "/_snapshots/";
+}  // namespace
+
+std::optional<HttpResponse> PrepareAdmin(const ServerContext& ctx, Request& req) {
   req.version = std::string(kNewestVersion);
+  std::string_view path = req.raw_path;
+  // POST /_reset/{account}: wipe the account, authorized by its key (Shared
+  // Key or Shared Key Lite, canonical resource /{account}/_reset/{account}).
+  if (path.starts_with(kReset)) {
+    return AuthorizeAdmin(ctx, req, path.substr(kReset.size()), Operation::kResetAccount,
+                          req.http.method() == http::verb::post);
+  }
+  if (path.starts_with(kFaults)) return PrepareFaults(ctx, req, path.substr(kFaults.size()));
+  if (path.starts_with(kSnapshots)) {
+    return PrepareSnapshots(ctx, req, path.substr(kSnapshots.size()));
+  }
+  return std::nullopt;
+}
+
+HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
   // The explorer's page and assets (server/admin/explorer.h); unknown when it is
   // turned off (--disableExplorer).
   if (ctx.options.explorer && IsExplorerPath(path)) return ServeExplorer(req, path);
@@ -49,24 +75,21 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
     if (ctx.faults) res.body() += ctx.faults->RenderMetrics();
     if (ctx.metrics) res.body() += ctx.metrics->RenderMemory(*ctx.store);
+    if (ctx.documents) res.body() += ctx.documents->RenderMetrics();
+    if (ctx.body_budget) res.body() += ctx.body_budget->RenderMetrics();
     return res;
   }
-  // POST /_reset/{account}: wipe the account, authorized by its key (Shared
-  // Key or Shared Key Lite, canonical resource /{account}/_reset/{account}).
-  static constexpr std::string_view kReset = "/_reset/";
-  if (path.starts_with(kReset)) {
-    if (auto err = AuthorizeAdmin(ctx, req, path.substr(kReset.size()), Operation::kResetAccount,
-                                  req.http.method() == http::verb::post)) {
-      return std::move(*err);
-    }
+  // PrepareAdmin set req.op only once the account's key authorized it.
+  if (req.op == Operation::kResetAccount && path.starts_with(kReset)) {
     storage::Status s = ctx.store->ResetAccount(req.account);
+    if (ctx.documents != nullptr) ctx.documents->InvalidateAccount(req.account);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     return MakeResponse(req, http::status::no_content);
   }
-  static constexpr std::string_view kFaults = "/_faults/";
-  if (path.starts_with(kFaults)) return HandleFaults(ctx, req, path.substr(kFaults.size()));
-  static constexpr std::string_view kSnapshots = "/_snapshots/";
-  if (path.starts_with(kSnapshots)) {
+  if (req.op == Operation::kFaults && path.starts_with(kFaults)) {
+    return HandleFaults(ctx, req, path.substr(kFaults.size()));
+  }
+  if (req.op == Operation::kSnapshots && path.starts_with(kSnapshots)) {
     return HandleSnapshots(ctx, req, path.substr(kSnapshots.size()));
   }
   return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));

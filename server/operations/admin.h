@@ -20,14 +20,23 @@ std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& re
                                            std::string_view encoded_account, Operation op,
                                            bool method_allowed);
 
-// Answers a request whose path starts with "/_".
+// Prepares a request whose path starts with "/_" from its head (router.cc,
+// Prepare): the endpoint's path and verb, and for /_reset, /_faults and
+// /_snapshots the account's key (AuthorizeAdmin), which sets req.op. Returns
+// the error answer, or nullopt. /_health, /_metrics, the explorer and
+// unknown paths take no credentials here.
+std::optional<HttpResponse> PrepareAdmin(const ServerContext& ctx, Request& req);
+
+// Answers a request whose path starts with "/_", prepared by PrepareAdmin.
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path);
 
-// Answers an OPTIONS preflight from the account's CORS rules.
+// Answers an OPTIONS preflight from the account's CORS rules as cached when
+// the request was prepared (req.cors).
 HttpResponse Preflight(const ServerContext& ctx, Request& req);
 
-// Adds CORS headers to an actual response when the request carried Origin
-// and a rule matches.
-void ApplyCorsHeaders(const ServerContext& ctx, const Request& req, HttpResponse& res);
+// Adds the CORS headers of an actual response, from req.cors: the
+// Access-Control-* headers when the request's Origin matches a rule, and
+// Vary: Origin whenever the answer depends on it (the account has rules).
+void ApplyCorsHeaders(const Request& req, HttpResponse& res);
 
 }  // namespace cerulean::server

@@ -1,20 +1,28 @@
 // Service-level operations: Get/Set Table Service Properties, Get Table
-// Service Stats, the CORS preflight and CORS response headers.
+// Service Stats, the CORS preflight and CORS response headers (both from
+// the rules cached when the request was prepared: Request::cors).
 #include "server/formats/ascii.h"
 #include "server/formats/http_date.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/service_properties.h"
 
 namespace cerulean::server {
 
 namespace {
 
-ServiceProperties LoadServiceProperties(const ServerContext& ctx, const std::string& account) {
-  ServiceProperties props;
+// Reads the account's service properties (waits on the store), refreshing
+// the cached CORS rules with what was read.
+storage::Status ReadServiceProperties(const ServerContext& ctx, const std::string& account,
+                                      ServiceProperties* props) {
+  if (ctx.documents != nullptr) {
+    return ctx.documents->ReadServiceProperties(*ctx.store, account, props);
+  }
   auto stored = ctx.store->GetServiceProperties(account);
-  if (stored.ok() && !stored->empty()) (void)ApplyServicePropertiesXml(*stored, &props);
-  return props;
+  if (!stored.ok()) return stored.status();
+  if (!stored->empty()) static_cast<void>(ApplyServicePropertiesXml(*stored, props));
+  return storage::Status::Ok();
 }
 
 HttpResponse XmlResponse(const Request& req, http::status status, std::string body) {
@@ -28,16 +36,25 @@ HttpResponse XmlResponse(const Request& req, http::status status, std::string bo
 
 HttpResponse GetServiceProperties(const ServerContext& ctx, Request& req) {
   req.xml_errors = true;
-  return XmlResponse(req, http::status::ok,
-                     ServicePropertiesToXml(LoadServiceProperties(ctx, req.account)));
+  ServiceProperties props;
+  if (storage::Status s = ReadServiceProperties(ctx, req.account, &props); !s.ok()) {
+    return ErrorResponse(req, FromStatus(s));
+  }
+  return XmlResponse(req, http::status::ok, ServicePropertiesToXml(props));
 }
 
 HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req) {
   req.xml_errors = true;
-  ServiceProperties props = LoadServiceProperties(ctx, req.account);
+  ServiceProperties props;
+  if (storage::Status s = ReadServiceProperties(ctx, req.account, &props); !s.ok()) {
+    return ErrorResponse(req, FromStatus(s));
+  }
   if (auto err = ApplyServicePropertiesXml(req.http.body(), &props))
     return ErrorResponse(req, *err);
   storage::Status s = ctx.store->SetServiceProperties(req.account, ServicePropertiesToXml(props));
+  // Invalidated even if the write failed: whether it took effect is not
+  // known for every failure.
+  if (ctx.documents != nullptr) ctx.documents->InvalidateCors(req.account);
   if (!s.ok()) return ErrorResponse(req, FromStatus(s));
   return MakeResponse(req, http::status::accepted);
 }
@@ -53,16 +70,14 @@ HttpResponse GetServiceStats(const ServerContext&, Request& req) {
           HttpDateNow() + "</LastSyncTime></GeoReplication></StorageServiceStats>");
 }
 
-HttpResponse Preflight(const ServerContext& ctx, Request& req) {
-  req.op = Operation::kPreflight;
+HttpResponse Preflight(const ServerContext&, Request& req) {
   std::string_view origin = Header(req.http, "Origin");
   std::string_view method = Header(req.http, "Access-Control-Request-Method");
   if (origin.empty() || method.empty()) {
     return ErrorResponse(
         req, ErrorReply(AzureError::kInvalidHeaderValue, "A required CORS header is not present."));
   }
-  ServiceProperties props = LoadServiceProperties(ctx, req.account);
-  const CorsRule* rule = MatchCorsRule(props, origin, method);
+  const CorsRule* rule = req.cors ? MatchCorsRule(*req.cors, origin, method) : nullptr;
   std::string_view headers = Header(req.http, "Access-Control-Request-Headers");
   if (rule == nullptr || !CorsHeadersAllowed(*rule, headers)) {
     return ErrorResponse(req, ErrorReply(AzureError::kCorsPreflightFailure));
@@ -80,16 +95,16 @@ HttpResponse Preflight(const ServerContext& ctx, Request& req) {
   return res;
 }
 
-void ApplyCorsHeaders(const ServerContext& ctx, const Request& req, HttpResponse& res) {
-  if (req.op == Operation::kPreflight || req.account.empty()) return;
+void ApplyCorsHeaders(const Request& req, HttpResponse& res) {
+  // The answer depends on Origin whenever the account has rules, so that
+  // caches key on it even when the request had none or its origin matched
+  // none (Azure's "how the Vary header is set"; spec operations.md §3.4).
+  if (req.op == Operation::kPreflight || req.cors == nullptr || req.cors->empty()) return;
   std::string_view origin = Header(req.http, "Origin");
-  if (origin.empty()) return;
-  ServiceProperties props = LoadServiceProperties(ctx, req.account);
-  const CorsRule* rule = MatchCorsRule(props, origin, req.http.method_string());
+  const CorsRule* rule =
+      origin.empty() ? nullptr : MatchCorsRule(*req.cors, origin, req.http.method_string());
   if (rule == nullptr) {
-    // The answer depends on Origin whenever the account has rules, so caches must
-    // key on it even when this origin matched none (Azure's "how the Vary header is set").
-    if (!props.cors.empty()) res.set(http::field::vary, "Origin");
+    res.set(http::field::vary, "Origin");
     return;
   }
   bool any_origin = rule->allowed_origins.size() == 1 && rule->allowed_origins[0] == "*";

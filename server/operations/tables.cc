@@ -4,6 +4,7 @@
 #include "server/formats/entity_atom.h"
 #include "server/formats/escape.h"
 #include "server/operations/operations.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/query_options.h"
 
 namespace cerulean::server {
@@ -139,19 +140,22 @@ HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
 
 HttpResponse DeleteTable(const ServerContext& ctx, Request& req) {
   storage::Status s = ctx.store->DeleteTable(req.account, req.path.table);
+  // A table created again under the name starts without stored policies.
+  if (ctx.documents != nullptr) ctx.documents->InvalidateAcl(req.account, req.path.table);
   if (!s.ok()) return ErrorResponse(req, FromStatus(s, Addressed::kTableEntry));
   return MakeResponse(req, http::status::no_content);
 }
 
 HttpResponse GetTableAcl(const ServerContext& ctx, Request& req) {
   req.xml_errors = true;
-  auto acl = ctx.store->GetTableAcl(req.account, req.path.table);
-  if (!acl.ok()) return StatusError(req, acl.status());
-  std::vector<AccessPolicy> policies;
-  if (!acl->empty() && ParseAclXml(*acl, &policies)) policies.clear();
+  // Read from the store, refreshing the cached policies (SAS with `si`).
+  auto policies = ctx.documents != nullptr
+                      ? ctx.documents->ReadAcl(*ctx.store, req.account, req.path.table)
+                      : LoadAcl(nullptr, *ctx.store, req.account, req.path.table);
+  if (!policies.ok()) return StatusError(req, policies.status());
   HttpResponse res = MakeResponse(req, http::status::ok);
   res.set(http::field::content_type, "application/xml");
-  res.body() = AclToXml(policies);
+  res.body() = *policies ? AclToXml(**policies) : AclToXml({});
   return res;
 }
 
@@ -160,6 +164,7 @@ HttpResponse SetTableAcl(const ServerContext& ctx, Request& req) {
   std::vector<AccessPolicy> policies;
   if (auto err = ParseAclXml(req.http.body(), &policies)) return ErrorResponse(req, *err);
   storage::Status s = ctx.store->SetTableAcl(req.account, req.path.table, AclToXml(policies));
+  if (ctx.documents != nullptr) ctx.documents->InvalidateAcl(req.account, req.path.table);
   if (!s.ok()) return StatusError(req, s);
   return MakeResponse(req, http::status::no_content);
 }

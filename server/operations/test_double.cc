@@ -6,6 +6,7 @@
 #include "server/admin/faults.h"
 #include "server/formats/url.h"
 #include "server/operations/admin.h"
+#include "server/protocol/document_cache.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -38,14 +39,18 @@ bool ValidSnapshotName(std::string_view name) {
   return true;
 }
 
-HttpResponse HandleFaults(const ServerContext& ctx, Request& req, std::string_view rest) {
+std::optional<HttpResponse> PrepareFaults(const ServerContext& ctx, Request& req,
+                                          std::string_view rest) {
   http::verb m = req.http.method();
   bool allowed = m == http::verb::get || m == http::verb::put || m == http::verb::delete_;
   if (rest.find('/') != std::string_view::npos) {
     return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
   }
-  if (auto err = AuthorizeAdmin(ctx, req, rest, Operation::kFaults, allowed))
-    return std::move(*err);
+  return AuthorizeAdmin(ctx, req, rest, Operation::kFaults, allowed);
+}
+
+HttpResponse HandleFaults(const ServerContext& ctx, Request& req, std::string_view) {
+  http::verb m = req.http.method();
   if (ctx.faults == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
   if (m == http::verb::put) {
     std::vector<FaultRule> rules;
@@ -60,8 +65,10 @@ HttpResponse HandleFaults(const ServerContext& ctx, Request& req, std::string_vi
   return JsonAnswer(req, http::status::ok, ctx.faults->ListJson(req.account));
 }
 
-HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string_view rest) {
-  // {account}[/{name}[/restore]]
+namespace {
+
+// The parts of {account}[/{name}[/restore]], or nullopt for another shape.
+std::optional<std::vector<std::string_view>> SnapshotPath(std::string_view rest) {
   std::vector<std::string_view> parts;
   while (true) {
     size_t slash = rest.find('/');
@@ -69,16 +76,28 @@ HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string
     if (slash == std::string_view::npos) break;
     rest.remove_prefix(slash + 1);
   }
-  if (parts.size() > 3 || (parts.size() == 3 && parts[2] != "restore")) {
-    return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
-  }
+  if (parts.size() > 3 || (parts.size() == 3 && parts[2] != "restore")) return std::nullopt;
+  return parts;
+}
+
+}  // namespace
+
+std::optional<HttpResponse> PrepareSnapshots(const ServerContext& ctx, Request& req,
+                                             std::string_view rest) {
+  auto parts = SnapshotPath(rest);
+  if (!parts) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
   http::verb m = req.http.method();
-  bool allowed = parts.size() == 1   ? m == http::verb::get
-                 : parts.size() == 2 ? m == http::verb::put || m == http::verb::delete_
-                                     : m == http::verb::post;
-  if (auto err = AuthorizeAdmin(ctx, req, parts[0], Operation::kSnapshots, allowed)) {
-    return std::move(*err);
-  }
+  bool allowed = parts->size() == 1   ? m == http::verb::get
+                 : parts->size() == 2 ? m == http::verb::put || m == http::verb::delete_
+                                      : m == http::verb::post;
+  return AuthorizeAdmin(ctx, req, (*parts)[0], Operation::kSnapshots, allowed);
+}
+
+HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string_view rest) {
+  auto path = SnapshotPath(rest);
+  if (!path) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+  const std::vector<std::string_view>& parts = *path;
+  http::verb m = req.http.method();
   if (parts.size() == 1) {
     std::vector<storage::SnapshotInfo> list;
     storage::Status s = ctx.store->ListSnapshots(req.account, &list);
@@ -106,6 +125,8 @@ HttpResponse HandleSnapshots(const ServerContext& ctx, Request& req, std::string
   }
   storage::RestoreStats stats;
   storage::Status s = ctx.store->RestoreSnapshot(req.account, *name, &stats);
+  // The snapshot's ACLs and service properties are the account's now.
+  if (ctx.documents != nullptr) ctx.documents->InvalidateAccount(req.account);
   if (!s.ok()) return ErrorResponse(req, FromStatus(s, Addressed::kSnapshot));
   nlohmann::json out = {{"name", *name},
                         {"tablesKept", stats.tables_kept},

@@ -1,20 +1,36 @@
-// Test support: a server over an in-memory SqliteStore, driven through the
-// router's entry point (HandleRequest) with no sockets, and the helpers that
-// make its answers comparable byte for byte.
+// Test support: a server over an in-memory SqliteStore (or a store the test
+// gives), driven through the production entry path with no sockets: each
+// request's head goes to ServeRequest on an I/O thread (an io_context run by
+// a thread of its own), its body (if the router asks for it) to ServeBody,
+// and work the scheduler sends elsewhere runs on a real BlockingPool and the
+// store's own threads; the answer comes back inline or through the
+// Continuation, as it does to a session. Also the helpers that make answers
+// comparable byte for byte.
 // Thread-safety: one test thread per TestServer.
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <future>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "server/formats/http_date.h"
+#include "server/http/blocking_pool.h"
 #include "server/protocol/auth.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/router.h"
 #include "storage/sqlite/sqlite_store.h"
 
@@ -22,22 +38,53 @@ namespace cerulean::server::testing {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// An empty in-memory SqliteStore.
+inline std::unique_ptr<storage::SqliteStore> OpenMemoryStore() {
+  storage::SqliteStoreOptions options;
+  options.in_memory = true;
+  options.background_reaping = false;
+  auto opened = storage::SqliteStore::Open(options);
+  REQUIRE(opened.ok());
+  return std::move(opened).value();
+}
+
 class TestServer {
  public:
-  TestServer() {
-    storage::SqliteStoreOptions options;
-    options.in_memory = true;
-    options.background_reaping = false;
-    auto opened = storage::SqliteStore::Open(options);
-    REQUIRE(opened.ok());
-    store_ = std::move(opened).value();
-    ctx_.store = store_.get();
-    REQUIRE(ctx_.accounts.AddDefault());
+  // Over an in-memory SqliteStore of its own.
+  TestServer() : TestServer(nullptr) {
+    own_store_ = OpenMemoryStore();
+    ctx_.store = own_store_.get();
   }
+  // Over `store`, which must outlive the server.
+  explicit TestServer(storage::Store* store)
+      : work_(boost::asio::make_work_guard(io_)), pool_(2, 8) {
+    ctx_.store = store;
+    REQUIRE(ctx_.accounts.AddDefault());
+    documents_ = std::make_unique<DocumentCache>(ctx_.accounts, DocumentCache::Options{});
+    ctx_.documents = documents_.get();
+    ctx_.blocking_pool = &pool_;
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+  ~TestServer() {
+    // Every answer is in (Send waits for it); what remains is the pool's
+    // and the store's own work.
+    pool_.Join();
+    ctx_.store->Flush();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+  }
+  TestServer(const TestServer&) = delete;
+  TestServer& operator=(const TestServer&) = delete;
 
   // Options may be changed between requests.
   ServerContext& ctx() { return ctx_; }
-  storage::Store& store() { return *store_; }
+  storage::Store& store() { return *ctx_.store; }
+  // True iff the calling thread is the server's I/O thread.
+  bool OnIoThread() { return io_.get_executor().running_in_this_thread(); }
+  // True iff the last answer was computed on the I/O thread, within
+  // ServeRequest or ServeBody (not through the Continuation).
+  bool answered_inline() const { return answered_inline_; }
 
   // Answers `verb target` (path-style, from the origin) sent with
   // x-ms-version 2019-02-02, Accept minimal metadata and, with a body,
@@ -70,12 +117,91 @@ class TestServer {
               "SharedKey devstoreaccount1:" +
                   Sign(ctx_.accounts.Find("devstoreaccount1")->keys[0], sts));
     }
-    return HandleRequest(ctx_, req, "127.0.0.1");
+    return Serve(std::move(req));
+  }
+
+  // Answers `req` (whose body, if any, is in req.body(), its Content-Length
+  // or Transfer-Encoding set) as a session would: the head first, the body
+  // only if the router asks for it.
+  HttpResponse Serve(HttpRequest req) {
+    auto call = std::make_shared<Call>(std::move(req), io_.get_executor());
+    call->server = this;
+    std::future<HttpResponse> answer = call->promise.get_future();
+    boost::asio::post(io_, [this, call] { Head(call); });
+    if (answer.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      FAIL("no answer within 30 s");
+    }
+    HttpResponse res = answer.get();
+    CHECK_FALSE(misused_);
+    return res;
   }
 
  private:
-  std::unique_ptr<storage::SqliteStore> store_;
+  // One request from its head to its answer.
+  struct Call : std::enable_shared_from_this<Call> {
+    Call(HttpRequest r, boost::asio::io_context::executor_type ex)
+        : http(std::move(r)), executor(ex) {
+      body.swap(http.body());
+    }
+    HttpRequest http;  // the head; the body joins it when the router asks
+    std::string body;
+    boost::asio::io_context::executor_type executor;
+    TestServer* server = nullptr;
+    HeldRequest held;
+    std::promise<HttpResponse> promise;
+    bool answered = false;  // guarded by running on the I/O thread
+  };
+
+  // The session's Defer: the answer comes back to the I/O thread.
+  static Continuation Defer(void* p) {
+    auto call = static_cast<Call*>(p)->shared_from_this();
+    return Continuation{call->executor, [call](HttpResponse res) {
+                          boost::asio::dispatch(call->executor,
+                                                [call, res = std::move(res)]() mutable {
+                                                  Answer(*call, std::move(res), false);
+                                                });
+                        }};
+  }
+
+  // On the I/O thread (no assertion there: a failure would end its loop).
+  static void Answer(Call& call, HttpResponse res, bool inline_answer) {
+    if (call.answered) {
+      call.server->misused_ = true;  // a second answer
+      return;
+    }
+    call.answered = true;
+    call.server->answered_inline_ = inline_answer;
+    call.promise.set_value(std::move(res));
+  }
+
+  void Carry(const std::shared_ptr<Call>& call, Served served) {
+    if (served.next == Served::Next::kReadBody) {
+      call->http.body() = std::move(call->body);
+      served = ServeBody(ctx_, call->held, &TestServer::Defer, call.get());
+      if (served.next == Served::Next::kReadBody) {
+        misused_ = true;  // asked for the body twice
+        return Answer(*call, HttpResponse(http::status::internal_server_error, 11), true);
+      }
+    }
+    if (served.next == Served::Next::kAnswered) Answer(*call, std::move(*served.response), true);
+  }
+
+  void Head(const std::shared_ptr<Call>& call) {
+    static const std::string kPeer = "127.0.0.1";
+    Served served = ServeRequest(ctx_, call->http, Arrival{kPeer, 1, !call->body.empty()},
+                                 &TestServer::Defer, call.get(), &call->held);
+    Carry(call, std::move(served));
+  }
+
+  boost::asio::io_context io_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  BlockingPool pool_;
+  std::unique_ptr<storage::SqliteStore> own_store_;
+  std::unique_ptr<DocumentCache> documents_;
   ServerContext ctx_;
+  std::thread io_thread_;
+  bool answered_inline_ = false;
+  std::atomic<bool> misused_{false};  // answered twice, or a body asked for twice
 };
 
 // Value of header `name` in `res`, or "" when absent.

@@ -11,6 +11,7 @@
 #include "server/formats/http_date.h"
 #include "server/formats/url.h"
 #include "server/formats/xml_tree.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/hmac.h"
 #include "server/protocol/oauth.h"
 #include "server/protocol/request.h"
@@ -307,6 +308,44 @@ std::optional<ErrorReply> CheckSasCommon(const ServerContext& ctx, const Request
   return std::nullopt;
 }
 
+// Completes a service SAS's permissions, start and expiry from stored access
+// policy `si` of table `tn` (ctx.documents; read from the store only if
+// req->may_load_documents, else marked missing in req->missing_documents).
+// Fields may come from the SAS or the policy, never both.
+std::optional<ErrorReply> ApplyStoredPolicy(const ServerContext& ctx, Request* req,
+                                            const std::string& tn, const std::string& si,
+                                            std::string* sp, std::string* st, std::string* se) {
+  std::shared_ptr<const DocumentCache::Policies> policies;
+  if (!FindAcl(ctx.documents, req->account, tn, &policies)) {
+    if (!req->may_load_documents) {
+      req->missing_documents |= kMissingAcl;
+      return std::nullopt;
+    }
+    auto loaded = LoadAcl(ctx.documents, *ctx.store, req->account, tn);
+    if (!loaded.ok() && loaded.status().code() != storage::StatusCode::kTableNotFound) {
+      return FromStatus(loaded.status());
+    }
+    if (loaded.ok()) policies = *loaded;
+  }
+  const AccessPolicy* policy = nullptr;
+  if (policies != nullptr) {
+    for (const auto& p : *policies) {
+      if (p.id == si) policy = &p;
+    }
+  }
+  if (policy == nullptr) return AuthFailed("The specified signed identifier does not exist.");
+  auto merge = [](std::string* field, const std::string& from_policy) {
+    if (from_policy.empty()) return true;
+    if (!field->empty()) return false;
+    *field = from_policy;
+    return true;
+  };
+  if (!merge(st, policy->start) || !merge(se, policy->expiry) || !merge(sp, policy->permission)) {
+    return AuthFailed("A field is specified both in the SAS and in the stored access policy.");
+  }
+  return std::nullopt;
+}
+
 std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req) {
   const Account* account = ctx.accounts.Find(req->account);
   if (account == nullptr) return AuthFailed();
@@ -367,24 +406,13 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
     return AuthFailed("Signature did not match. String to sign used was " + sts);
   }
   if (!si.empty()) {
-    // Fields may come from the SAS or the policy, never both.
-    auto acl = ctx.store->GetTableAcl(req->account, tn);
-    std::vector<AccessPolicy> policies;
-    if (acl.ok() && !acl->empty()) (void)ParseAclXml(*acl, &policies);
-    const AccessPolicy* policy = nullptr;
-    for (const auto& p : policies) {
-      if (p.id == si) policy = &p;
-    }
-    if (policy == nullptr) return AuthFailed("The specified signed identifier does not exist.");
-    auto merge = [](std::string* field, const std::string& from_policy) {
-      if (from_policy.empty()) return true;
-      if (!field->empty()) return false;
-      *field = from_policy;
-      return true;
-    };
-    if (!merge(&st, policy->start) || !merge(&se, policy->expiry) ||
-        !merge(&sp, policy->permission)) {
-      return AuthFailed("A field is specified both in the SAS and in the stored access policy.");
+    if (auto err = ApplyStoredPolicy(ctx, req, tn, si, &sp, &st, &se)) return err;
+    // Signed, but what it grants is in the table's stored policies: the
+    // request goes on where they may be read (scheduler.cc), and grants
+    // nothing until then.
+    if ((req->missing_documents & kMissingAcl) != 0) {
+      g.kind = AuthGrant::Kind::kServiceSas;
+      return std::nullopt;
     }
   }
   if (sp.empty()) return AuthFailed("Signed permissions are missing.");

@@ -60,8 +60,11 @@ struct Request;
 struct ServerContext;
 enum class Operation;
 
-// Verifies the request's credentials and fills req->grant. Looks up stored
-// access policies through the store for `si`.
+// Verifies the request's credentials and fills req->grant. The stored
+// access policies a service SAS names with `si` come from ctx.documents;
+// when it lacks them they are read from the store if req->may_load_documents,
+// else they are marked missing (req->missing_documents) and the grant is a
+// service SAS that grants nothing.
 std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req);
 
 // Checks that req->grant permits `op` on `table` (empty for service-level

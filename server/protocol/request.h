@@ -83,6 +83,9 @@ class Metrics;
 class Logger;
 class PagePrefetcher;
 class FaultInjector;
+class DocumentCache;
+class BodyBudget;
+struct CorsRule;
 
 struct ServerOptions {
   bool loose = false;
@@ -109,6 +112,13 @@ struct ServerContext {
   BlockingPool* blocking_pool = nullptr;
   // Injected faults (faults.h); may be null.
   FaultInjector* faults = nullptr;
+  // The CORS rules and stored access policies that routing, authentication
+  // and response finishing use (document_cache.h); may be null: nothing is
+  // cached, and every request that needs them reads them on the pool.
+  DocumentCache* documents = nullptr;
+  // The memory request bodies may hold across all connections
+  // (body_budget.h); may be null: unbounded.
+  BodyBudget* body_budget = nullptr;
 };
 
 // What the request addresses, after the account segment.
@@ -193,6 +203,13 @@ enum class Operation {
 };
 // An operation's name and everything else about it: routes.h.
 
+// Documents a request needs from storage that the caches did not hold when
+// it was prepared (Request::missing_documents).
+enum MissingDocument : unsigned {
+  kMissingCors = 1u << 0,  // the account's CORS rules (DocumentCache::FindCors)
+  kMissingAcl = 1u << 1,   // the stored access policies a SAS's `si` names
+};
+
 struct Request {
   explicit Request(HttpRequest& h) : http(h) {}
   HttpRequest& http;
@@ -219,6 +236,17 @@ struct Request {
   int in_flight = 1;
   // The injected fault, for the access log (faults.h); empty if none.
   std::string_view fault;
+  // The account's CORS rules as cached when the request was prepared; null
+  // when it has none (or they are missing).
+  std::shared_ptr<const std::vector<CorsRule>> cors;
+  // MissingDocument bits: what the caches lacked. The request then goes on
+  // on the blocking pool, which reads them first (scheduler.cc); until
+  // then a missing ACL leaves `grant` a service SAS that grants nothing.
+  unsigned missing_documents = 0;
+  // True where the request may wait on storage (the blocking pool, or a
+  // server without one): documents the caches lack are read, not marked
+  // missing.
+  bool may_load_documents = false;
 };
 
 // Case-insensitive header value, or empty view.

@@ -14,6 +14,7 @@
 #include "server/formats/url.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/document_cache.h"
 #include "server/protocol/routes.h"
 #include "server/protocol/scheduler.h"
 
@@ -88,8 +89,10 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
   return std::nullopt;
 }
 
-// Everything up to dispatch: the response of the first failing step, or
-// nullopt when the request is ready for Dispatch.
+// Everything up to dispatch, from the request's head: the response of the
+// first failing step, or nullopt when the request is ready for Dispatch
+// (its body read, if its operation needs one; documents the caches lacked
+// read: Request::missing_documents).
 std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   HttpRequest& http = req.http;
   std::string_view target = http.target();
@@ -125,7 +128,7 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
 
   if (encoded_path.starts_with("/_")) {
     req.admin = true;
-    return std::nullopt;
+    return PrepareAdmin(ctx, req);
   }
   req.xml_errors = EarlyXmlErrors(http, req.query);
 
@@ -160,7 +163,11 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthenticationFailed));
   }
 
-  if (http.method() == http::verb::options) return Preflight(ctx, req);
+  // Answered from the account's CORS rules alone, whatever the resource.
+  if (http.method() == http::verb::options) {
+    req.op = Operation::kPreflight;
+    return std::nullopt;
+  }
 
   auto decoded_resource = PercentDecode(resource_raw);
   if (!decoded_resource) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
@@ -187,8 +194,19 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
     req.version = std::string(version);
   }
 
+  return Admit(ctx, req);
+}
+
+}  // namespace
+
+std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req) {
+  HttpRequest& http = req.http;
+  const Route* route = &RouteOf(req.op);
   // Authentication and authorization.
   if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
+  // A SAS whose stored policy is not cached grants nothing yet: the rest
+  // runs again once the policy was read (scheduler.cc).
+  if ((req.missing_documents & kMissingAcl) != 0) return std::nullopt;
   if (req.version.empty()) req.version = std::string(kNewestVersion);
   if (req.secondary && route->write) {
     return ErrorResponse(req, ErrorReply(AzureError::kInsufficientAccountPermissions));
@@ -235,46 +253,108 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   }
   return std::nullopt;
 }
-}  // namespace
 
-HttpResponse HandleRequest(const ServerContext& ctx, HttpRequest& http,
-                           const std::string& peer_address) {
-  const auto started = std::chrono::steady_clock::now();
-  Request req(http);
-  req.request_id = NewRequestId();
-  req.peer_address = peer_address;
-  HttpResponse res = Guarded(req, [&] {
-    if (auto early = Prepare(ctx, req)) return std::move(*early);
-    return AnswerNow(ctx, req);
-  });
-  Finish(ctx, req, res, started);
-  return res;
+namespace {
+
+// True iff prepared `req` reads its body: its route's body format says so,
+// or it is PUT /_faults (the rules).
+bool NeedsBody(const Request& req) {
+  if (req.admin) return req.op == Operation::kFaults && req.http.method() == http::verb::put;
+  if (req.op == Operation::kPreflight) return false;
+  return RouteOf(req.op).body != BodyFormat::kNone;
 }
 
-std::optional<HttpResponse> ServeRequest(const ServerContext& ctx, HttpRequest& http,
-                                         const Arrival& arrival,
-                                         Continuation (*defer)(void* session), void* session) {
-  const auto started = std::chrono::steady_clock::now();
-  Request req(http);
+// Takes the account's CORS rules, which every answer's headers depend on,
+// from the cache; marks them missing when it lacks them.
+void TakeCorsRules(const ServerContext& ctx, Request& req) {
+  if (req.account.empty()) return;
+  if (FindCors(ctx.documents, req.account, &req.cors)) return;
+  if (req.may_load_documents) {
+    req.cors = LoadCors(ctx.documents, *ctx.store, req.account);
+  } else {
+    req.missing_documents |= kMissingCors;
+  }
+}
+
+// Finishes served.response, the answer to the held request, on this
+// thread; or on the pool once the account's CORS rules were read (then the
+// answer comes later).
+void Answered(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
+              void* session, Served& served) {
+  Request& req = *held.req;
+  if ((req.missing_documents & kMissingCors) != 0) {
+    FinishLater(ctx, std::move(req), held.started, defer(session), std::move(*served.response));
+    served.response.reset();
+    served.next = Served::Next::kLater;
+  } else {
+    Finish(ctx, req, *served.response, held.started);
+  }
+  held.req.reset();
+}
+
+// Runs the prepared request (its body read if it needs one) where its route
+// says.
+Served Proceed(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
+               void* session) {
+  Served served{Served::Next::kAnswered, std::nullopt};
+  Request& req = *held.req;
+  bool faults = false;
+  try {
+    // The reserved /_ endpoints never meet a fault.
+    faults = FaultsArmed(ctx) && !req.admin;
+    if (AnswersNow(ctx, req, faults)) served.response.emplace(AnswerNow(ctx, req));
+  } catch (const std::exception&) {
+    served.response.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
+  }
+  if (!served.response) {
+    AnswerLater(ctx, std::move(req), held.started, defer(session), faults);
+    held.req.reset();
+    served.next = Served::Next::kLater;
+    return served;
+  }
+  Answered(ctx, held, defer, session, served);
+  return served;
+}
+
+}  // namespace
+
+Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& arrival,
+                    Continuation (*defer)(void* session), void* session, HeldRequest* held) {
+  held->started = std::chrono::steady_clock::now();
+  Request& req = held->req.emplace(http);
   req.request_id = NewRequestId();
   req.peer_address = arrival.peer_address;
   req.in_flight = arrival.in_flight;
-  std::optional<HttpResponse> res;
-  bool faults = false;
+  // Without a pool, everything runs (and may wait) on the calling thread.
+  req.may_load_documents = ctx.blocking_pool == nullptr;
+  Served refused{Served::Next::kAnswered, std::nullopt};
   try {
-    res = Prepare(ctx, req);
-    // The reserved /_ endpoints never meet a fault.
-    faults = !res && FaultsArmed(ctx) && !req.admin;
-    if (!res && AnswersNow(ctx, req, faults)) res = AnswerNow(ctx, req);
+    refused.response = Prepare(ctx, req);
+    TakeCorsRules(ctx, req);
   } catch (const std::exception&) {
-    res = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+    refused.response = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
   }
-  if (!res) {
-    AnswerLater(ctx, std::move(req), started, defer(session), faults);
-    return std::nullopt;
+  if (refused.response) {
+    Answered(ctx, *held, defer, session, refused);
+    return refused;
   }
-  Finish(ctx, req, *res, started);
-  return res;
+  if (arrival.body_pending && NeedsBody(req)) return Served{Served::Next::kReadBody, std::nullopt};
+  return Proceed(ctx, *held, defer, session);
+}
+
+Served ServeBody(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
+                 void* session) {
+  return Proceed(ctx, held, defer, session);
+}
+
+Served ServeError(const ServerContext& ctx, HeldRequest& held, const ErrorReply& error,
+                  Continuation (*defer)(void* session), void* session) {
+  // Documents still missing are no longer needed, except the CORS rules of
+  // the answer's headers.
+  held.req->missing_documents &= kMissingCors;
+  Served served{Served::Next::kAnswered, ErrorResponse(*held.req, error)};
+  Answered(ctx, held, defer, session, served);
+  return served;
 }
 
 }  // namespace cerulean::server

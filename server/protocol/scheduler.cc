@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "server/admin/faults.h"
@@ -11,6 +12,8 @@
 #include "server/formats/http_date.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/document_cache.h"
+#include "server/protocol/router.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {
@@ -21,6 +24,7 @@ namespace {
 // table) or, for a reserved /_ endpoint, from HandleAdmin.
 OperationResult Dispatch(const ServerContext& ctx, Request& req) {
   if (req.admin) return HandleAdmin(ctx, req, req.raw_path);
+  if (req.op == Operation::kPreflight) return Preflight(ctx, req);
   Handler handler = RouteOf(req.op).handler;
   if (handler == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
   return handler(ctx, req);
@@ -39,8 +43,7 @@ HttpResponse ResolveNow(const ServerContext& ctx, Request& req, OperationResult 
   return write.answer(req, outcome);
 }
 
-void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& res,
-                    bool keep_alive) {
+void FinishResponse(const Request& req, HttpResponse& res, bool keep_alive) {
   res.set("x-ms-request-id", req.request_id);
   res.set("x-ms-version", req.version.empty() ? std::string(kNewestVersion) : req.version);
   res.set(http::field::date, HttpDateNow());
@@ -49,7 +52,10 @@ void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& 
   res.set("X-Content-Type-Options", "nosniff");
   std::string_view client_id = Header(req.http, "x-ms-client-request-id");
   if (!client_id.empty()) res.set("x-ms-client-request-id", client_id);
-  ApplyCorsHeaders(ctx, req, res);
+  // From the rules cached when the request was prepared (never missing
+  // here: a request whose rules were missing is finished on the pool once
+  // they were read).
+  if ((req.missing_documents & kMissingCors) == 0) ApplyCorsHeaders(req, res);
   res.keep_alive(keep_alive);
   res.prepare_payload();
   // HEAD: GET's headers, Content-Length included, without the body.
@@ -60,7 +66,7 @@ void FinishResponse(const ServerContext& ctx, const Request& req, HttpResponse& 
 
 void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,
             std::chrono::steady_clock::time_point started) {
-  FinishResponse(ctx, req, res, req.http.keep_alive());
+  FinishResponse(req, res, req.http.keep_alive());
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (ctx.metrics) ctx.metrics->Record(req, res.result_int(), ms);
@@ -178,14 +184,17 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 
 }  // namespace
 
-// A read on a store whose reads are round trips to a database server goes
-// to the pool: on the I/O thread it would hold every connection of that
-// thread meanwhile.
+// On a store whose reads are round trips to a database server, everything
+// that may read goes to the pool: on the I/O thread it would hold every
+// connection of that thread meanwhile. That includes entity writes and
+// batches: they are parsed on the pool and committed from there, because
+// their error paths and a batch's retrieve read the store.
 Runs WhereRuns(const ServerContext& ctx, const Request& req) {
   if (req.admin) return AdminRuns(req.raw_path);
+  // The preflight reads only the cached rules (Request::cors).
+  if (req.op == Operation::kPreflight) return Runs::kInline;
   const Runs runs = RouteOf(req.op).runs;
-  if ((runs == Runs::kInline || runs == Runs::kInlineOrPool) && ctx.store != nullptr &&
-      ctx.store->ReadsWaitOnNetwork()) {
+  if (runs != Runs::kPool && ctx.store != nullptr && ctx.store->ReadsWaitOnNetwork()) {
     return Runs::kPool;
   }
   return runs;
@@ -194,15 +203,14 @@ Runs WhereRuns(const ServerContext& ctx, const Request& req) {
 namespace {
 
 // Everything after the fault: dispatch on this thread or the blocking pool
-// (the route's Runs), commit a write through ApplyAsync. `faults`: fault
-// rules are set (FaultsArmed, read once per request).
-void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults) {
+// (WhereRuns), commit a write through ApplyAsync. `faults`: fault rules are
+// set (FaultsArmed, read once per request). `on_pool`: this is a pool
+// thread already.
+void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults,
+                 bool on_pool) {
   const Runs runs = WhereRuns(ctx, a->req);
-  if (ctx.blocking_pool != nullptr && runs == Runs::kPool) {
-    ctx.blocking_pool->Post([&ctx, a] {
-      Complete(ctx, *a,
-               Guarded(a->req, [&] { return ResolveNow(ctx, a->req, Dispatch(ctx, a->req)); }));
-    });
+  if (!on_pool && ctx.blocking_pool != nullptr && runs == Runs::kPool) {
+    ctx.blocking_pool->Post([&ctx, a, faults] { RunPrepared(ctx, a, faults, true); });
     return;
   }
   OperationResult result;
@@ -216,7 +224,7 @@ void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& 
     auto finish = [&ctx, a, run = std::move(read->run)] {
       Complete(ctx, *a, Guarded(a->req, [&] { return run(ctx, a->req); }));
     };
-    if (ctx.blocking_pool == nullptr) return finish();
+    if (on_pool || ctx.blocking_pool == nullptr) return finish();
     ctx.blocking_pool->Post(std::move(finish));
     return;
   }
@@ -238,7 +246,7 @@ void RunPrepared(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& 
 }  // namespace
 
 bool AnswersNow(const ServerContext& ctx, const Request& req, bool faults) {
-  if (faults) return false;
+  if (faults || req.missing_documents != 0) return false;
   if (ctx.blocking_pool == nullptr) return true;
   return WhereRuns(ctx, req) == Runs::kInline;
 }
@@ -247,22 +255,77 @@ HttpResponse AnswerNow(const ServerContext& ctx, Request& req) {
   return Guarded(req, [&] { return ResolveNow(ctx, req, Dispatch(ctx, req)); });
 }
 
-void AnswerLater(const ServerContext& ctx, Request&& req,
-                 std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
-  auto a = std::make_shared<AsyncRequest>(std::move(req), std::move(then.executor),
-                                          std::move(then.done));
-  a->started = started;
-  // Other operations meet their fault before they run (entity writes and
-  // batches in RunPrepared, once their body is parsed).
+namespace {
+
+// The fault of `a` (decided here unless it is a write, which meets its
+// fault once parsed: RunPrepared), then the rest.
+void Start(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, bool faults,
+           bool on_pool) {
   if (faults && RouteOf(a->req.op).runs != Runs::kCommit) {
     const ResourcePath& path = a->req.path;
     std::optional<std::string_view> pk;
     if (path.kind == ResourceKind::kEntity) pk = path.partition_key;
     if (auto fault = DecideFault(ctx, *a, path.table, pk)) {
-      return InjectFault(ctx, a, std::move(*fault), [&ctx, a] { RunPrepared(ctx, a, false); });
+      return InjectFault(ctx, a, std::move(*fault),
+                         [&ctx, a] { RunPrepared(ctx, a, false, false); });
     }
   }
-  RunPrepared(ctx, a, faults);
+  RunPrepared(ctx, a, faults, on_pool);
+}
+
+// Reads what the caches lacked when `req` was prepared (on a thread that
+// may wait), then finishes preparing it: the answer if that fails.
+std::optional<HttpResponse> ReadMissingDocuments(const ServerContext& ctx, Request& req) {
+  req.may_load_documents = true;
+  const unsigned missing = std::exchange(req.missing_documents, 0u);
+  if ((missing & kMissingCors) != 0) req.cors = LoadCors(ctx.documents, *ctx.store, req.account);
+  if ((missing & kMissingAcl) == 0) return std::nullopt;
+  // Authenticated again from the start, now with the policies at hand.
+  req.grant = AuthGrant{};
+  return Admit(ctx, req);
+}
+
+// Runs `step` on the blocking pool, or at once without one.
+template <class Step>
+void OnPool(const ServerContext& ctx, Step&& step) {
+  if (ctx.blocking_pool == nullptr) return step();
+  ctx.blocking_pool->Post(std::forward<Step>(step));
+}
+
+}  // namespace
+
+void AnswerLater(const ServerContext& ctx, Request&& req,
+                 std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
+  auto a = std::make_shared<AsyncRequest>(std::move(req), std::move(then.executor),
+                                          std::move(then.done));
+  a->started = started;
+  if (a->req.missing_documents == 0) return Start(ctx, a, faults, false);
+  // What the caches lacked is read on the pool, before anything else.
+  OnPool(ctx, [&ctx, a, faults] {
+    std::optional<HttpResponse> refused;
+    try {
+      refused = ReadMissingDocuments(ctx, a->req);
+    } catch (const std::exception&) {
+      refused = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
+    }
+    if (refused) return Complete(ctx, *a, std::move(*refused));
+    Start(ctx, a, faults, true);
+  });
+}
+
+void FinishLater(const ServerContext& ctx, Request&& req,
+                 std::chrono::steady_clock::time_point started, Continuation then,
+                 HttpResponse res) {
+  auto a = std::make_shared<AsyncRequest>(std::move(req), std::move(then.executor),
+                                          std::move(then.done));
+  a->started = started;
+  auto answer = std::make_shared<HttpResponse>(std::move(res));
+  OnPool(ctx, [&ctx, a, answer] {
+    a->req.may_load_documents = true;
+    a->req.missing_documents = 0;
+    a->req.cors = LoadCors(ctx.documents, *ctx.store, a->req.account);
+    Complete(ctx, *a, std::move(*answer));
+  });
 }
 
 }  // namespace cerulean::server

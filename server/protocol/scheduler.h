@@ -37,14 +37,16 @@ HttpResponse Guarded(const Request& req, Step&& step) {
 }
 
 // Where prepared `req` runs: its route's Runs (AdminRuns for a reserved /_
-// endpoint), except that on a store whose reads wait on the network
-// (Store::ReadsWaitOnNetwork) every read runs on the pool.
+// endpoint; kInline for a preflight), except that on a store whose reads
+// wait on the network (Store::ReadsWaitOnNetwork) every operation runs on
+// the pool (writes commit through ApplyAsync from there).
 Runs WhereRuns(const ServerContext& ctx, const Request& req);
 
 // True iff prepared `req` is answered on the calling thread (AnswerNow):
-// there is no blocking pool, or its route runs inline (Runs::kInline); and
-// no fault rule may apply to it (`faults`: rules are set and `req` is not a
-// reserved /_ endpoint).
+// there is no blocking pool, or its route runs inline (Runs::kInline); no
+// document it needs was missing from the caches (Request::missing_documents);
+// and no fault rule may apply to it (`faults`: rules are set and `req` is
+// not a reserved /_ endpoint).
 bool AnswersNow(const ServerContext& ctx, const Request& req, bool faults);
 
 // Runs prepared `req` to its answer on the calling thread, waiting for
@@ -52,14 +54,24 @@ bool AnswersNow(const ServerContext& ctx, const Request& req, bool faults);
 HttpResponse AnswerNow(const ServerContext& ctx, Request& req);
 
 // Answers prepared `req` without blocking the calling (I/O) thread on
-// storage, as its route says (Runs): inline operations and short query pages
-// on this thread; entity writes and batches prepared here and committed
-// through Store::ApplyAsync, their answer built on then.executor; the rest
-// on ctx.blocking_pool. A fault is decided first (`faults` as for
-// AnswersNow). then.done runs exactly once, on any of those threads, after Finish; req.http
-// must stay alive and unchanged until then. Never throws.
+// storage, as its route says (WhereRuns): inline operations and short query
+// pages on this thread; entity writes and batches prepared here and
+// committed through Store::ApplyAsync, their answer built on then.executor;
+// the rest on ctx.blocking_pool. Documents the caches lacked
+// (req.missing_documents) are read on the pool first, and a request whose
+// stored access policies were missing is authenticated again there
+// (router.h, Admit). A fault is decided next (`faults` as for AnswersNow).
+// then.done runs exactly once, on any of those threads, after Finish;
+// req.http must stay alive and unchanged until then. Never throws.
 void AnswerLater(const ServerContext& ctx, Request&& req,
                  std::chrono::steady_clock::time_point started, Continuation then, bool faults);
+
+// Finishes `res`, the answer to `req` whose account's CORS rules were
+// missing from the cache, once they were read on the blocking pool; then
+// hands it to then.done as AnswerLater does.
+void FinishLater(const ServerContext& ctx, Request&& req,
+                 std::chrono::steady_clock::time_point started, Continuation then,
+                 HttpResponse res);
 
 // Everything after the answer: the common headers, metrics, access log.
 void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,

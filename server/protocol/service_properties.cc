@@ -203,9 +203,9 @@ std::string ServicePropertiesToXml(const ServiceProperties& p) {
   return out;
 }
 
-const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin,
+const CorsRule* MatchCorsRule(const CorsRules& rules, std::string_view origin,
                               std::string_view method) {
-  for (const auto& rule : props.cors) {
+  for (const auto& rule : rules) {
     bool origin_ok = false;
     for (const auto& o : rule.allowed_origins) origin_ok |= o == "*" || IEquals(o, origin);
     bool method_ok = false;

@@ -38,11 +38,14 @@ struct CorsRule {
   int max_age = 0;
 };
 
+// An account's CORS rules, in order (the first that matches applies).
+using CorsRules = std::vector<CorsRule>;
+
 struct ServiceProperties {
   LoggingSettings logging;
   MetricsSettings hour_metrics;
   MetricsSettings minute_metrics;
-  std::vector<CorsRule> cors;
+  CorsRules cors;
 };
 
 // Parses a Set Table Service Properties body, applying present sections onto
@@ -51,7 +54,7 @@ std::optional<ErrorReply> ApplyServicePropertiesXml(std::string_view xml, Servic
 std::string ServicePropertiesToXml(const ServiceProperties& props);
 
 // The first rule matching origin and method, or nullptr.
-const CorsRule* MatchCorsRule(const ServiceProperties& props, std::string_view origin,
+const CorsRule* MatchCorsRule(const CorsRules& rules, std::string_view origin,
                               std::string_view method);
 // True iff every header of the comma-separated list is allowed by the rule.
 bool CorsHeadersAllowed(const CorsRule& rule, std::string_view headers);

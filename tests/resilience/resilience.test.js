@@ -17,7 +17,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { startServer, binaryPath, uniqueTableName } = require('../e2e/node/server');
-const { request } = require('../e2e/node/http');
+const { request, sign } = require('../e2e/node/http');
 
 const MAX_CONNECTIONS = 48;
 const KEEP_ALIVE_TIMEOUT_S = 3;
@@ -356,19 +356,30 @@ describe('resilience of the transport against hostile clients', () => {
     });
   });
 
-  test('Expect: 100-continue gets 100 Continue at once, or 413 at once when too large', async () => {
+  test('Expect: 100-continue: 100 Continue at once when signed, the 403 at once when not, 413 when too large', async () => {
     await survives(async () => {
-      const conn = await connect(server);
       const body = '{"PartitionKey":"e","RowKey":"1"}';
-      conn.sock.write(`POST /devstoreaccount1/${table} HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
+      const date = new Date().toUTCString();
+      const target = `/devstoreaccount1/${table}`;
+      const head = `POST ${target} HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nAccept: application/json\r\n` +
+        `x-ms-version: 2019-02-02\r\nx-ms-date: ${date}\r\nPrefer: return-no-content\r\n` +
+        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n`;
+      const conn = await connect(server);
+      conn.sock.write(`${head}Authorization: ${sign(server, { method: 'POST', target, contentType: 'application/json', date })}\r\n\r\n`);
       await sleep(500);
       assert.match(text(conn), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
       conn.sock.write(body);
       await sleep(500);
-      // Unsigned: 403 from the service, after the 100.
-      assert.match(text(conn), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 403 /);
+      assert.match(text(conn), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 204 /);
       conn.sock.destroy();
+
+      // Unsigned: refused from the head, before the client sends its body;
+      // the connection closes, since the client may or may not send it now.
+      const unsigned = await connect(server);
+      unsigned.sock.write(`${head}\r\n`);
+      assert.ok(await closesWithin(unsigned, 2000), 'not closed after 403');
+      assert.match(text(unsigned), /^HTTP\/1\.1 403 /);
+      assert.doesNotMatch(text(unsigned), /100 Continue/);
 
       const big = await connect(server);
       big.sock.write(`PUT /devstoreaccount1/${table}(PartitionKey='a',RowKey='b') HTTP/1.1\r\nHost: h\r\n` +
@@ -376,6 +387,37 @@ describe('resilience of the transport against hostile clients', () => {
       assert.ok(await closesWithin(big, 2000), 'not closed after 413');
       assert.match(text(big), /^HTTP\/1\.1 413 /);
     });
+  });
+
+  test('unsigned bodies are refused from the head and never held: 40 connections each sending 4 MiB', async () => {
+    await survives(async () => {
+      const size = 4 * MiB;
+      const conns = [];
+      for (let i = 0; i < 40; i++) {
+        const conn = await connect(server);
+        conn.sock.write(`POST /devstoreaccount1/${table} HTTP/1.1\r\nHost: h\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+        conns.push(conn);
+      }
+      // Each is refused before it sends its body...
+      for (const conn of conns) {
+        const deadline = Date.now() + 5000;
+        while (!complete(text(conn)) && Date.now() < deadline) await sleep(20);
+        assert.match(text(conn), /^HTTP\/1\.1 403 /);
+      }
+      // ...which then costs the server no memory (all but its last byte).
+      const piece = Buffer.alloc(64 * 1024, 'x');
+      await Promise.all(conns.map(async (conn) => {
+        for (let sent = 0; sent < size - 1 && !conn.closed;) {
+          const n = Math.min(piece.length, size - 1 - sent);
+          if (!conn.sock.write(piece.subarray(0, n))) {
+            await Promise.race([new Promise((r) => conn.sock.once('drain', r)), conn.closedPromise]);
+          }
+          sent += n;
+        }
+      }));
+      for (const conn of conns) conn.sock.destroy();
+    }, 32 * MiB);
   });
 
   test('malformed requests: folding, NUL bytes, bad encoding, HTTP/1.0, garbage', async () => {

@@ -2,8 +2,8 @@
 // Requests that real tools other than the SDKs send (Azure Storage Explorer's query builder,
 // hand-written REST clients, browsers, the .NET clients' typed nulls), answered as Azure answers
 // them: Boolean literals in any case, a lower-case weak ETag prefix, a trailing slash on
-// /Tables/, Vary: Origin whenever CORS rules exist, typed JSON nulls accepted and not stored,
-// Storage Explorer's empty $select and $top=0.
+// /Tables/, Vary: Origin whenever CORS rules exist (with or without Origin), typed JSON nulls
+// accepted and not stored, Storage Explorer's empty $select and $top=0.
 
 const { test, describe, before } = require('node:test');
 const assert = require('node:assert/strict');
@@ -125,6 +125,11 @@ describe('tools other than the SDKs', () => {
       assert.equal(miss.status, 200, miss.body);
       assert.equal(miss.headers['access-control-allow-origin'], undefined);
       assert.equal(miss.headers.vary, 'Origin');
+      // Without Origin too: a cache must not serve this answer to a browser.
+      const noOrigin = await call({ path: '/Tables' });
+      assert.equal(noOrigin.status, 200, noOrigin.body);
+      assert.equal(noOrigin.headers['access-control-allow-origin'], undefined);
+      assert.equal(noOrigin.headers.vary, 'Origin');
 
       await setRules(rule('*'));
       const any = await call({ path: '/Tables', headers: { Origin: 'https://other.example' } });
@@ -134,6 +139,7 @@ describe('tools other than the SDKs', () => {
       await setRules('');
       const none = await call({ path: '/Tables', headers: { Origin: 'https://other.example' } });
       assert.equal(none.headers.vary, undefined);
+      assert.equal((await call({ path: '/Tables' })).headers.vary, undefined);
     } finally {
       await setRules('');
     }

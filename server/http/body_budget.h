@@ -1,0 +1,76 @@
+// The memory that request bodies may hold across all connections. A
+// session reads an admitted request's body (authenticated and authorized
+// from its head: router.h) only once it has taken the body's announced
+// length (Content-Length, or kMaxBodyBytes for a chunked body) from this
+// budget, and gives it back when the request is answered. A body that does
+// not fit waits, first come first served, without being read: its
+// connection is left unread, so TCP holds the client back (a client that
+// sent `Expect: 100-continue` gets its 100 only then). A request larger
+// than the whole budget waits until nothing else holds any, so a
+// maximum-size body always gets through on an otherwise idle server.
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+
+namespace cerulean::server {
+
+class BodyBudget {
+ public:
+  explicit BodyBudget(size_t capacity) : capacity_(capacity) {}
+  BodyBudget(const BodyBudget&) = delete;
+  BodyBudget& operator=(const BodyBudget&) = delete;
+
+  // Takes `bytes` if they fit and nobody waits. Returns what was taken (a
+  // request larger than the capacity takes the capacity), 0 if nothing.
+  // REQUIRES: bytes > 0.
+  size_t TryAcquire(size_t bytes);
+  // Queues a waiter for `bytes`: once they are taken for it, `granted` is
+  // posted to `executor` with what was taken. Returns the ticket that
+  // Cancel takes.
+  std::uint64_t Enqueue(size_t bytes, boost::asio::any_io_executor executor,
+                        std::function<void(size_t taken)> granted);
+  // Removes waiter `ticket`; false if it was granted already (its
+  // `granted` has been posted).
+  bool Cancel(std::uint64_t ticket);
+  // Gives back what TryAcquire or a grant took, and grants waiters that now
+  // fit, in order.
+  void Release(size_t bytes);
+
+  size_t capacity() const { return capacity_; }
+  size_t in_use() const;
+  // Held bytes and waiters, as Prometheus gauges (/_metrics).
+  std::string RenderMetrics() const;
+
+ private:
+  struct Waiter {
+    std::uint64_t ticket;
+    size_t bytes;
+    boost::asio::any_io_executor executor;
+    std::function<void(size_t)> granted;
+  };
+  size_t Clamp(size_t bytes) const { return bytes < capacity_ ? bytes : capacity_; }
+  // Adds `bytes` to in_use_ iff they fit.
+  bool Take(size_t bytes);
+  // Grants the waiters at the front that fit. REQUIRES: mu_ held.
+  void GrantLocked();
+
+  const size_t capacity_;
+  // Taken without the lock while nobody waits: a body costs two atomic
+  // operations on the way in and out.
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> waiting_{0};  // waiters_.size()
+  mutable std::mutex mu_;
+  std::deque<Waiter> waiters_;     // guarded by mu_
+  std::uint64_t next_ticket_ = 1;  // guarded by mu_
+  std::uint64_t waits_ = 0;        // guarded by mu_: requests that waited, ever
+};
+
+}  // namespace cerulean::server
