@@ -145,6 +145,111 @@ TEST_CASE("planner: seed patterns") {
   }
 }
 
+// The plans of the benchmark's filters and of the table-design patterns
+// (Azure's table design guide): the bounds on planning work must never move
+// them.
+TEST_CASE("planner: benchmark and table-design plans are pinned") {
+  const Case cases[] = {
+      // The benchmark: range-top100, chrono-newest20, filter-first-page.
+      {"PartitionKey eq 'p00000' and RowKey ge 'c042-' and RowKey lt 'c042.'",
+       "ranges: ['p00000','c042-' .. 'p00000','c042.'); residual: none"},
+      {"PartitionKey eq 'dev0003'", "ranges: ['dev0003' .. 'dev0003']; residual: none"},
+      {"Amount gt 500.0 and Active eq true",
+       "ranges: (-inf .. +inf); residual: (and (gt Amount 500.0) (eq Active true))"},
+      {"Amount gt 450.0 and Active eq true",
+       "ranges: (-inf .. +inf); residual: (and (gt Amount 450.0) (eq Active true))"},
+      // Point reads and partition scans, as query builders write them.
+      {"(PartitionKey eq 'Sales') and (RowKey eq '000123')",
+       "ranges: ['Sales','000123' .. 'Sales','000123']; residual: none"},
+      {"((PartitionKey eq 'Sales') and (RowKey ge 'a')) and (RowKey lt 'b')",
+       "ranges: ['Sales','a' .. 'Sales','b'); residual: none"},
+      {"PartitionKey eq 'Sales' and Department eq 'Sales'",
+       "ranges: ['Sales' .. 'Sales']; residual: (eq Department 'Sales')"},
+      // Chronological RowKeys (ticks, zero-padded) and the log-tail pattern.
+      {"PartitionKey eq 'dev1' and RowKey ge '0638396640000000000' and RowKey lt "
+       "'0638397504000000000'",
+       "ranges: ['dev1','0638396640000000000' .. 'dev1','0638397504000000000'); residual: none"},
+      {"PartitionKey eq '2024-01-01' and RowKey gt '0638396640000000000'",
+       "ranges: ('2024-01-01','0638396640000000000' .. '2024-01-01']; residual: none"},
+      {"PartitionKey eq 'dev1' and RowKey ge '2516000000000000000'",
+       "ranges: ['dev1','2516000000000000000' .. 'dev1']; residual: none"},
+      // Date-bucketed partitions.
+      {"PartitionKey ge '2024-01-01' and PartitionKey le '2024-01-31' and Level eq 'Error'",
+       "ranges: ['2024-01-01' .. '2024-01-31']; residual: (eq Level 'Error')"},
+      // Compound keys: prefix ranges within a partition, and a prefix of
+      // the PartitionKey.
+      {"PartitionKey eq 'Sales' and RowKey ge 'empid_' and RowKey lt 'empid`'",
+       "ranges: ['Sales','empid_' .. 'Sales','empid`'); residual: none"},
+      {"PartitionKey eq 'Sales' and RowKey ge 'email_' and RowKey lt 'email`'",
+       "ranges: ['Sales','email_' .. 'Sales','email`'); residual: none"},
+      {"PartitionKey ge 'Sales_' and PartitionKey lt 'Sales`'",
+       "ranges: ['Sales_' .. 'Sales`'); residual: none"},
+      {"PartitionKey eq 'email_jones@contoso.com'",
+       "ranges: ['email_jones@contoso.com' .. 'email_jones@contoso.com']; residual: none"},
+      // Small key lists (Contains in LINQ) and their products.
+      {"PartitionKey eq 'a' and (RowKey eq '1' or RowKey eq '2' or RowKey eq '3')",
+       "ranges: ['a','1' .. 'a','1'], ['a','2' .. 'a','2'], ['a','3' .. 'a','3']; residual: none"},
+      {"(PartitionKey eq 'a' or PartitionKey eq 'b') and (RowKey eq '1' or RowKey eq '2')",
+       "ranges: ['a','1' .. 'a','1'], ['a','2' .. 'a','2'], ['b','1' .. 'b','1'], "
+       "['b','2' .. 'b','2']; residual: none"},
+      {"(PartitionKey eq 'p1' and RowKey eq 'r1') or (PartitionKey eq 'p2' and RowKey eq 'r2')",
+       "ranges: ['p1','r1' .. 'p1','r1'], ['p2','r2' .. 'p2','r2']; residual: none"},
+      {"(PartitionKey eq 'a' or PartitionKey eq 'b') and Amount gt 5",
+       "ranges: ['a' .. 'a'], ['b' .. 'b']; residual: (gt Amount 5)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.filter);
+    CHECK(Plan(c.filter) == c.plan);
+  }
+}
+
+// Lists of a few hundred keys (Contains over ids) keep exact plans.
+TEST_CASE("planner: key lists and their small products stay exact") {
+  auto list = [](const char* property, const char* prefix, int n) {
+    std::string s = "(";
+    for (int i = 0; i < n; ++i) {
+      if (i) s += " or ";
+      s += std::string(property) + " eq '" + prefix + std::to_string(1000 + i) + "'";
+    }
+    return s + ")";
+  };
+  SUBCASE("1000 partitions") {
+    auto f = ParseFilter(list("PartitionKey", "p", 1000));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 1000);
+    CHECK(p.ranges.front().ToString() == "['p1000' .. 'p1000']");
+    CHECK(p.ranges.back().ToString() == "['p1999' .. 'p1999']");
+  }
+  SUBCASE("a partition and 1000 rows") {
+    auto f = ParseFilter("PartitionKey eq 'a' and " + list("RowKey", "r", 1000));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 1000);
+    CHECK(p.ranges.back().ToString() == "['a','r1999' .. 'a','r1999']");
+  }
+  SUBCASE("10 partitions times 10 rows") {
+    auto f = ParseFilter(list("PartitionKey", "p", 10) + " and " + list("RowKey", "r", 10));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 100);
+    CHECK(p.ranges.front().ToString() == "['p1000','r1000' .. 'p1000','r1000']");
+    CHECK(p.ranges.back().ToString() == "['p1009','r1009' .. 'p1009','r1009']");
+  }
+  SUBCASE("not of a list") {
+    auto f = ParseFilter("not " + list("PartitionKey", "p", 500));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 501);
+    CHECK(p.ranges.front().ToString() == "(-inf .. 'p1000')");
+    CHECK(p.ranges.back().ToString() == "('p1499' .. +inf)");
+  }
+}
+
 TEST_CASE("planner: long or-chains of keys stay exact") {
   std::string filter;
   for (int i = 999; i >= 0; --i) {
