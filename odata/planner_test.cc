@@ -1,11 +1,15 @@
 // Planner tests: plan.ToString() per seed pattern (EXPLAIN style), plus the
 // key-set algebra underneath.
+#include "odata/planner.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "odata/key_set.h"
+#include "odata/parser.h"
 #include "odata/query.h"
 
 namespace cerulean::odata {
@@ -267,24 +271,120 @@ TEST_CASE("planner: long or-chains of keys stay exact") {
   CHECK(p.ranges.back().ToString() == "['p0999','r' .. 'p0999','r']");
 }
 
-TEST_CASE("planner: pathological filters give up gracefully") {
-  // (PK in 2000 values) and (RK in 2000 values) would need 4M ranges.
-  std::string pks, rks;
-  for (int i = 0; i < 2000; ++i) {
-    if (i) {
-      pks += " or ";
-      rks += " or ";
-    }
-    pks += "PartitionKey eq 'p" + std::to_string(i) + "'";
-    rks += "RowKey eq 'r" + std::to_string(i) + "'";
+std::string KeyList(const char* property, const char* prefix, int n) {
+  std::string s = "(";
+  for (int i = 0; i < n; ++i) {
+    if (i) s += " or ";
+    s += std::string(property) + " eq '" + prefix + std::to_string(i) + "'";
   }
-  auto f = ParseFilter("(" + pks + ") and (" + rks + ")");
+  return s + ")";
+}
+
+TEST_CASE("planner: a product of key lists is one range per partition") {
+  // (PK in 1000 values) and (RK in 1000 values): a million keys. The plan
+  // keeps one range per partition, the RowKey hull, and the RowKey list as
+  // the residual.
+  auto f = ParseFilter(KeyList("PartitionKey", "p", 1000) + " and " + KeyList("RowKey", "r", 1000));
   REQUIRE(f.ok());
   QueryPlan p = Compile(&*f);
-  REQUIRE(p.ranges.size() == 1);
-  CHECK(p.ranges.front() == storage::KeyRange::All());
+  REQUIRE(p.ranges.size() == 1000);
+  CHECK(p.ranges.front().ToString() == "['p0','r0' .. 'p0','r999']");
+  CHECK(p.ranges.back().ToString() == "['p999','r0' .. 'p999','r999']");
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString() == ParseFilter(KeyList("RowKey", "r", 1000))->ToString());
+
+  // With a property test too, both residual conjuncts stay.
+  f = ParseFilter(KeyList("PartitionKey", "p", 1000) + " and Amount gt 5 and " +
+                  KeyList("RowKey", "r", 1000));
+  REQUIRE(f.ok());
+  p = Compile(&*f);
+  CHECK(p.ranges.size() == 1000);
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString().starts_with("(and (gt Amount 5) (or (eq RowKey 'r0')"));
+}
+
+TEST_CASE("planner: lists too long for a map are merged into neighbouring ranges") {
+  // 3000 partitions: more than a map holds, so neighbouring partitions
+  // share a range and the list is the residual.
+  auto f = ParseFilter(KeyList("PartitionKey", "p", 3000));
+  REQUIRE(f.ok());
+  QueryPlan p = Compile(&*f);
+  CHECK(p.ranges.size() < 3000);
+  CHECK(p.ranges.size() > 100);
   REQUIRE(p.residual);
   CHECK(p.residual->ToString() == f->ToString());
+  // not of such a list: no range can be excluded for sure but the ends.
+  f = ParseFilter("not " + KeyList("PartitionKey", "p", 3000));
+  REQUIRE(f.ok());
+  p = Compile(&*f);
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString() == f->ToString());
+}
+
+// Filters up to the length limit, of the shapes that cost the planner most.
+// Their plans stay within the bounds; each subcase also serves to measure
+// the planner (odata/README.md, "Planner rules").
+TEST_CASE("planner: filters up to the size limit plan within the bounds") {
+  auto plan = [](const std::string& text) {
+    REQUIRE(text.size() <= kMaxFilterBytes);
+    auto f = ParseFilter(text);
+    REQUIRE_MESSAGE(f.ok(), f.status().message());
+    QueryPlan p = Compile(&*f);
+    CHECK(p.ranges.size() <= kPlanLimits.max_map_entries);
+    return p;
+  };
+  auto gave_up = [](const QueryPlan& p) {
+    return p.ranges.size() == 1 && p.ranges.front() == storage::KeyRange::All();
+  };
+  SUBCASE("product of two lists of 1000 keys") {
+    QueryPlan p = plan(KeyList("PartitionKey", "p", 1000) + " and " + KeyList("RowKey", "r", 1000));
+    CHECK(p.ranges.size() == 1000);
+  }
+  SUBCASE("product of two lists of 2000 keys") {
+    QueryPlan p = plan(KeyList("PartitionKey", "p", 2000) + " and " + KeyList("RowKey", "r", 2000));
+    CHECK_FALSE(gave_up(p));
+  }
+  SUBCASE("or of 2500 composite keys") {
+    std::string s;
+    for (int i = 0; i < 2500; ++i) {
+      if (i) s += " or ";
+      s += "(PartitionKey eq 'p" + std::to_string(1000 + i) + "' and RowKey eq 'r')";
+    }
+    QueryPlan p = plan(s);
+    CHECK_FALSE(gave_up(p));
+  }
+  SUBCASE("and of 2600 (PartitionKey or RowKey) pairs") {
+    std::string s;
+    for (int i = 0; i < 2600; ++i) {
+      if (i) s += " and ";
+      s += "(PartitionKey eq 'p" + std::to_string(i) + "' or RowKey eq 'r" + std::to_string(i) +
+           "')";
+    }
+    plan(s);
+  }
+  SUBCASE("or of 2600 staircase ranges") {
+    std::string s;
+    for (int i = 0; i < 2600; ++i) {
+      if (i) s += " or ";
+      s += "(PartitionKey ge 'p" + std::to_string(i) + "' and RowKey lt 'r" + std::to_string(i) +
+           "')";
+    }
+    plan(s);
+  }
+  SUBCASE("95 levels of alternating lists") {
+    std::string s = KeyList("PartitionKey", "a", 30);
+    for (int d = 0; d < 95; ++d) {
+      std::string list =
+          KeyList(d % 2 ? "PartitionKey" : "RowKey", ("x" + std::to_string(d) + "_").c_str(), 30);
+      s = "(" + s + (d % 2 ? " or " : " and ") + list + ")";
+    }
+    plan(s);
+  }
+  SUBCASE("not of a product of lists") {
+    QueryPlan p = plan("not (" + KeyList("PartitionKey", "p", 2000) + " and " +
+                       KeyList("RowKey", "r", 2000) + ")");
+    CHECK(p.residual);
+  }
 }
 
 TEST_CASE("key sets: interval algebra") {
@@ -313,25 +413,88 @@ TEST_CASE("key sets: interval algebra") {
 }
 
 TEST_CASE("key sets: maps") {
-  size_t budget = 1000;
+  MapBudget budget(1000, 100000);
+  bool widened = false;
   KeyMap a = PartitionMap(StringsWhere(CmpOp::kEq, "a"));
   KeyMap r = UniformMap(StringsWhere(CmpOp::kGe, "x"));
-  auto ar = MapAnd(a, r, &budget);
+  auto ar = MapAnd(a, r, &budget, &widened);
   REQUIRE(ar);
   CHECK(MapContains(*ar, "a", "x"));
   CHECK_FALSE(MapContains(*ar, "a", "w"));
   CHECK_FALSE(MapContains(*ar, "b", "x"));
-  auto n = MapNot(*ar, &budget);
+  auto n = MapNot(*ar, &budget, &widened);
   REQUIRE(n);
   CHECK(MapContains(*n, "a", "w"));
   CHECK(MapContains(*n, "b", "x"));
   CHECK_FALSE(MapContains(*n, "a", "x"));
-  auto all = MapOr(*ar, *n, &budget);
+  auto all = MapOr(*ar, *n, &budget, &widened);
   REQUIRE(all);
   CHECK(*all == UniformMap(AllStrings()));
-  size_t tiny = 1;
-  CHECK_FALSE(MapAnd(a, r, &tiny));
-  CHECK(tiny == 0);
+  CHECK_FALSE(widened);
+  CHECK(MapWithin(*ar, a, &budget));
+  CHECK_FALSE(MapWithin(a, *ar, &budget));
+  MapBudget tiny(1000, 1);
+  CHECK_FALSE(MapAnd(a, r, &tiny, &widened));
+  CHECK(tiny.exhausted());
+}
+
+TEST_CASE("key sets: a result too large is coarsened to a superset") {
+  // 20 partitions and 20 row keys: 400 keys, more entries than allowed.
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) names.push_back("k" + std::to_string(10 + i));
+  IntervalSet pks, rks;
+  for (const auto& n : names) {
+    pks = Union(pks, StringsWhere(CmpOp::kEq, n));
+    rks = Union(rks, StringsWhere(CmpOp::kEq, n));
+  }
+  KeyMap p = PartitionMap(pks);
+  KeyMap r = UniformMap(rks);
+  bool widened = false;
+  MapBudget budget(64, 100000);
+  auto pr = MapAnd(p, r, &budget, &widened);
+  REQUIRE(pr);
+  CHECK(widened);
+  CHECK(MapSize(*pr) <= 64);
+  // Still every key of the exact product, one row hull per partition.
+  for (const auto& pk : names) {
+    for (const auto& rk : names) CHECK(MapContains(*pr, pk, rk));
+  }
+  CHECK_FALSE(MapContains(*pr, "k09", "k10"));
+  CHECK(MapContains(*pr, "k10", "k105"));  // inside the hull, not a key
+  CHECK_FALSE(MapContains(*pr, "k10", "k30"));
+  CHECK(MapWithin(*pr, p, &budget));
+  CHECK_FALSE(MapWithin(*pr, r, &budget));
+
+  // Too many partitions even for hulls: neighbouring partitions merge.
+  KeyMap small = Coarsen(p, 16);
+  CHECK(MapSize(small) <= 16);
+  for (const auto& pk : names) CHECK(MapContains(small, pk, "any"));
+  CHECK_FALSE(MapContains(small, "a", "any"));
+  CHECK_FALSE(MapContains(small, "z", "any"));
+  bool lossy = false;
+  RangeHull(small, &lossy);
+  CHECK_FALSE(lossy);  // whole partitions: still key ranges
+}
+
+TEST_CASE("key sets: range hulls") {
+  bool widened = false;
+  // PartitionKey in ['a','c'] with RowKey >= 'x': the first partition keeps
+  // its bound, the rest is whole.
+  KeyMap m = PartitionMap(Intersect(StringsWhere(CmpOp::kGe, "a"), StringsWhere(CmpOp::kLe, "c")));
+  MapBudget budget(1000, 100000);
+  auto mr = MapAnd(m, UniformMap(StringsWhere(CmpOp::kGe, "x")), &budget, &widened);
+  REQUIRE(mr);
+  KeyMap hull = RangeHull(*mr, &widened);
+  CHECK(widened);
+  CHECK(MapWithin(*mr, hull, &budget));
+  CHECK(MapContains(hull, "a", "x"));
+  CHECK_FALSE(MapContains(hull, "a", "w"));
+  CHECK(MapContains(hull, "b", "w"));
+  CHECK(MapContains(hull, "c", "w"));
+  CHECK_FALSE(MapContains(hull, "d", "x"));
+  bool exact = false;
+  CHECK(MapToRanges(hull, &exact).size() == 1);
+  CHECK(exact);
 }
 
 }  // namespace
