@@ -1,5 +1,6 @@
 #include "odata/evaluator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "odata/query.h"
@@ -154,11 +155,26 @@ bool Eval(const Expr& e, const Resolve& resolve) {
         if (!Eval(*c, resolve)) return false;
       }
       return true;
-    case ExprKind::kOr:
+    case ExprKind::kOr: {
+      const std::vector<std::string_view>& list = e.eq_strings();
+      if (!list.empty()) {
+        // `P eq 's1' or P eq 's2' ...`: equal strings are equal bytes.
+        PropertyValue p = resolve(*e.children().front());
+        std::string_view s;
+        if (p.kind == PropertyValue::Kind::kString) {
+          s = p.str;
+        } else if (p.kind == PropertyValue::Kind::kValue && p.value->type() == EdmType::kString) {
+          s = p.value->string();
+        } else {
+          return false;
+        }
+        return std::binary_search(list.begin(), list.end(), s);
+      }
       for (const auto& c : e.children()) {
         if (Eval(*c, resolve)) return true;
       }
       return false;
+    }
   }
   return false;
 }
