@@ -163,7 +163,7 @@ class Gen {
     if (depth == 0 || Chance(35)) {
       int r = Int(20);
       if (r == 0) return Chance(50) ? "true" : "false";
-      if (r == 1) return Pick(std::vector<std::string>{"Flag", "A", "PartitionKey", "Missing"});
+      if (r == 1) return Pick(std::vector<std::string>{"Flag", "A", "Missing"});
       return Comparison();
     }
     switch (Int(5)) {

@@ -123,7 +123,6 @@ TEST_CASE("planner: seed patterns") {
       {"true", "ranges: (-inf .. +inf); residual: none"},
       {"PartitionKey eq 1", "ranges: none; residual: none"},
       {"PartitionKey ne 1", "ranges: (-inf .. +inf); residual: none"},
-      {"not PartitionKey", "ranges: (-inf .. +inf); residual: none"},
       // Contradictions: nothing to scan.
       {"false", "ranges: none; residual: none"},
       {"PartitionKey eq 'a' and PartitionKey eq 'b'", "ranges: none; residual: none"},

@@ -5,6 +5,7 @@
 // across threads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,10 +35,17 @@ class Filter {
 // (Query Tables rejects filters on anything but TableName).
 std::vector<std::string> ReferencedProperties(const Filter& filter);
 
+// What a filter is evaluated on. It decides which properties have a known
+// type: for entities PartitionKey and RowKey (Edm.String) and Timestamp
+// (Edm.DateTime), for Query Tables TableName (Edm.String). Such a property
+// is never a Boolean, so used as a predicate it is an error.
+enum class FilterScope : uint8_t { kEntities, kTables };
+
 // Parses a $filter expression. Errors are kInvalidArgument with a message
 // that says where, e.g. "expected ')' at 23". Never throws, bounded work for
 // any input (depth and length limits).
-storage::Result<Filter> ParseFilter(std::string_view text);
+storage::Result<Filter> ParseFilter(std::string_view text,
+                                    FilterScope scope = FilterScope::kEntities);
 
 // True iff `entity` matches the filter (Azure semantics: type-strict
 // comparisons, missing properties match nothing, PartitionKey/RowKey/Timestamp
