@@ -181,6 +181,23 @@ bool Eval(const Expr& e, const Resolve& resolve) {
 
 }  // namespace
 
+namespace {
+
+size_t Cost(const Expr& e) {
+  if (!e.eq_strings().empty()) {
+    size_t n = 1;
+    for (size_t left = e.eq_strings().size(); left > 1; left = (left + 1) / 2) ++n;
+    return n;
+  }
+  size_t n = 1;
+  for (const auto& c : e.children()) n += Cost(*c);
+  return n;
+}
+
+}  // namespace
+
+size_t EvaluationCost(const Filter& filter) { return Cost(filter.root()); }
+
 bool Matches(const Filter& filter, const storage::Entity& entity) {
   auto resolve = [&entity](const Expr& e) {
     PropertyValue p;

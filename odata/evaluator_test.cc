@@ -66,6 +66,9 @@ TEST_CASE("evaluator: a list of equalities is a set") {
   CHECK(Which("not (" + list + ")", t) == "a/r10 b/r9 b/r c/r0");
   CHECK(Which(keys, t) == "a/r3 b/r9 c/r0");
   CHECK(Which(list + " or Name eq 3", t) == "a/r3 b/r9");  // mixed: not a set, same answer
+  CHECK(EvaluationCost(*ParseFilter(list)) == 5);          // 10 names: 1 + 4 halvings
+  CHECK(EvaluationCost(*ParseFilter(list + " or Name eq 3")) == 12);
+  CHECK(EvaluationCost(*ParseFilter("A eq 1 and not B")) == 4);
   CHECK(MatchesTable(*ParseFilter("TableName eq 't1' or TableName eq 't2' or TableName eq 't3' or "
                                   "TableName eq 't4' or TableName eq 't5' or TableName eq 't6' or "
                                   "TableName eq 't7' or TableName eq 't8'"),

@@ -5,6 +5,7 @@
 // across threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,11 @@ class Filter {
  private:
   std::shared_ptr<const Expr> root_;
 };
+
+// An upper bound of the nodes Matches visits to evaluate `filter` on one row
+// (an equality list, Expr::eq_strings, counts one per halving): what a row
+// costs, so that a scan can bound the work of a page.
+size_t EvaluationCost(const Filter& filter);
 
 // Names of the properties `filter` refers to, sorted, without duplicates
 // (Query Tables rejects filters on anything but TableName).
