@@ -91,6 +91,17 @@ ExprPtr Expr::Or(std::vector<ExprPtr> children) {
   assert(children.size() >= 2);
   auto e = std::shared_ptr<Expr>(new Expr(ExprKind::kOr));
   e->children_ = std::move(children);
+  const Expr& first = *e->children_.front();
+  auto in_list = [&first](const ExprPtr& c) {
+    return c->kind() == ExprKind::kCompare && c->op() == CmpOp::kEq &&
+           c->literal().type() == storage::EdmType::kString && c->property() == first.property();
+  };
+  if (e->children_.size() >= kMinEqualityList &&
+      std::all_of(e->children_.begin(), e->children_.end(), in_list)) {
+    e->eq_strings_.reserve(e->children_.size());
+    for (const auto& c : e->children_) e->eq_strings_.push_back(c->literal().string());
+    std::sort(e->eq_strings_.begin(), e->eq_strings_.end());
+  }
   return e;
 }
 

@@ -60,6 +60,12 @@ class Expr {
   SystemProperty system() const { return system_; }
   // kNot (one child), kAnd and kOr (two or more).
   const std::vector<ExprPtr>& children() const { return children_; }
+  // kOr whose children are all `P eq '...'` for one property P, at least
+  // kMinEqualityList of them (a Contains list): their strings, sorted by
+  // bytes, so that the evaluator tests a row with one binary search. Empty
+  // otherwise. Views of the children's literals.
+  const std::vector<std::string_view>& eq_strings() const { return eq_strings_; }
+  static constexpr size_t kMinEqualityList = 8;
 
   // S-expression, e.g. "(and (eq PartitionKey 'a') (not Flag))".
   void AppendTo(std::string* out) const;
@@ -74,6 +80,7 @@ class Expr {
   std::string property_;
   storage::Value literal_;
   std::vector<ExprPtr> children_;
+  std::vector<std::string_view> eq_strings_;
 };
 
 // The literal in $filter syntax: 'it''s', 42, 42L, 1.5, true,

@@ -1,7 +1,10 @@
 // Differential test: for random entities and random filters, scanning the
 // plan's ranges and applying its residual must select exactly the entities
-// that the naive evaluator selects over all of them. The seed is printed;
-// set CERULEAN_SEED to replay another one.
+// that the naive evaluator selects over all of them. Each filter is planned
+// within the real limits and within tiny ones, which coarsen the plans of
+// small filters (merged ranges, row hulls, work ceilings) as the real limits
+// do for large ones. The seed is printed; set CERULEAN_SEED to replay
+// another one.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "odata/ast.h"
+#include "odata/planner.h"
 #include "odata/query.h"
 #include "storage/edm_text.h"
 
@@ -159,7 +163,7 @@ class Gen {
     if (depth == 0 || Chance(35)) {
       int r = Int(20);
       if (r == 0) return Chance(50) ? "true" : "false";
-      if (r == 1) return Pick(std::vector<std::string>{"Flag", "A", "PartitionKey", "Missing"});
+      if (r == 1) return Pick(std::vector<std::string>{"Flag", "A", "Missing"});
       return Comparison();
     }
     switch (Int(5)) {
@@ -194,10 +198,42 @@ class Gen {
     return s;
   }
 
+  // A list of key comparisons joined by `or` (or by `and`, for `ne`), as
+  // query builders write Contains(...): sometimes negated, sometimes of
+  // ranges.
+  std::string KeyList() {
+    const std::string prop = Chance(50) ? "PartitionKey" : "RowKey";
+    int n = 2 + Int(12);
+    std::string s = "(";
+    bool ranges = Chance(25);
+    bool ne = !ranges && Chance(15);
+    for (int i = 0; i < n; ++i) {
+      if (i) s += ne ? " and " : " or ";
+      if (ranges) {
+        s += "(" + prop + " ge " + Quote(Key()) + " and " + prop + " lt " + Quote(Key()) + ")";
+      } else {
+        s += prop + (ne ? " ne " : " eq ") + Quote(Key());
+      }
+    }
+    s += ")";
+    return Chance(20) ? "not " + s : s;
+  }
+
+  // Products of key lists, with other conjuncts and nested.
+  std::string ListQuery() {
+    std::string s = KeyList() + " and " + KeyList();
+    if (Chance(30)) s += " and " + Comparison();
+    if (Chance(30)) s += " and " + KeyList();
+    if (Chance(20)) s = "(" + s + ") or " + KeyList();
+    if (Chance(10)) s = "not (" + s + ")";
+    return s;
+  }
+
   std::string AnyFilter() {
-    int r = Int(10);
+    int r = Int(12);
     if (r < 2) return KeyQuery();
     if (r < 4) return "(" + KeyQuery() + ") or (" + KeyQuery() + ")";
+    if (r < 6) return ListQuery();
     return FilterText(1 + Int(4));
   }
 
@@ -211,6 +247,32 @@ uint64_t Seed() {
   return 20240601;
 }
 
+// Checks `plan` against the naive evaluation of `filter` over `entities`
+// (in key order).
+void CheckPlan(const Filter& filter, const QueryPlan& plan, const std::vector<Entity>& entities) {
+  size_t last_range = 0;
+  for (const Entity& e : entities) {
+    CAPTURE(e.partition_key);
+    CAPTURE(e.row_key);
+    size_t hits = 0;
+    size_t which = 0;
+    for (size_t i = 0; i < plan.ranges.size(); ++i) {
+      if (plan.ranges[i].Contains(e.partition_key, e.row_key)) {
+        ++hits;
+        which = i;
+      }
+    }
+    REQUIRE(hits <= 1);  // ranges do not overlap
+    if (hits == 1) {
+      REQUIRE(which >= last_range);  // ranges are in key order
+      last_range = which;
+    }
+    bool naive = Matches(filter, e);
+    bool planned = hits == 1 && (!plan.residual || Matches(*plan.residual, e));
+    REQUIRE(naive == planned);
+  }
+}
+
 TEST_CASE("differential: plan ranges + residual == naive filter") {
   const uint64_t seed = Seed();
   MESSAGE("seed " << seed);
@@ -219,6 +281,7 @@ TEST_CASE("differential: plan ranges + residual == naive filter") {
   constexpr int kFiltersPerRound = 150;
   constexpr int kEntities = 80;
   size_t exact_plans = 0, empty_plans = 0, total = 0;
+  size_t coarsened = 0, coarsened_exact_conjunct_dropped = 0, gave_up = 0;
   for (int round = 0; round < kRounds; ++round) {
     std::vector<Entity> entities;
     for (int i = 0; i < kEntities; ++i) entities.push_back(gen.RandomEntity());
@@ -234,39 +297,44 @@ TEST_CASE("differential: plan ranges + residual == naive filter") {
       CAPTURE(text);
       auto filter = ParseFilter(text);
       REQUIRE_MESSAGE(filter.ok(), filter.status().message());
-      // The S-expression of a parsed filter is stable.
       QueryPlan plan = Compile(&*filter);
-      CAPTURE(plan.ToString());
-      ++total;
-      if (!plan.residual) ++exact_plans;
-      if (plan.ranges.empty()) ++empty_plans;
-      size_t last_range = 0;
-      for (const Entity& e : entities) {
-        CAPTURE(e.partition_key);
-        CAPTURE(e.row_key);
-        size_t hits = 0;
-        size_t which = 0;
-        for (size_t i = 0; i < plan.ranges.size(); ++i) {
-          if (plan.ranges[i].Contains(e.partition_key, e.row_key)) {
-            ++hits;
-            which = i;
-          }
-        }
-        REQUIRE(hits <= 1);  // ranges do not overlap
-        if (hits == 1) {
-          REQUIRE(which >= last_range);  // ranges are in key order
-          last_range = which;
-        }
-        bool naive = Matches(*filter, e);
-        bool planned = hits == 1 && (!plan.residual || Matches(*plan.residual, e));
-        REQUIRE(naive == planned);
+      {
+        CAPTURE(plan.ToString());
+        ++total;
+        if (!plan.residual) ++exact_plans;
+        if (plan.ranges.empty()) ++empty_plans;
+        CheckPlan(*filter, plan, entities);
       }
+      // Tiny limits: maps of 4 to 12 entries, and now and then a work
+      // ceiling that ends planning early.
+      PlanLimits tiny{4 + static_cast<size_t>(gen.Int(9)),
+                      gen.Chance(15) ? static_cast<size_t>(gen.Int(200)) : size_t{1} << 20};
+      QueryPlan coarse = CompileWithin(&*filter, tiny);
+      CAPTURE(tiny.max_map_entries);
+      CAPTURE(tiny.max_steps);
+      CAPTURE(coarse.ToString());
+      REQUIRE(coarse.ranges.size() <= tiny.max_map_entries);
+      if (coarse.ToString() != plan.ToString()) {
+        ++coarsened;
+        if (coarse.ranges.size() == 1 && coarse.ranges.front() == storage::KeyRange::All() &&
+            coarse.residual && coarse.residual->ToString() == filter->ToString()) {
+          ++gave_up;
+        } else if (coarse.residual && coarse.residual->ToString() != filter->ToString()) {
+          ++coarsened_exact_conjunct_dropped;
+        }
+      }
+      CheckPlan(*filter, coarse, entities);
     }
   }
   MESSAGE(total << " filters, " << exact_plans << " without residual, " << empty_plans
-                << " with no ranges");
+                << " with no ranges; within tiny limits " << coarsened << " plans differ, "
+                << gave_up << " gave up, " << coarsened_exact_conjunct_dropped
+                << " dropped a conjunct the ranges imply");
   CHECK(exact_plans > total / 10);
   CHECK(empty_plans > 0);
+  CHECK(coarsened > total / 20);
+  CHECK(gave_up > 0);
+  CHECK(coarsened_exact_conjunct_dropped > 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "odata/evaluator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "odata/query.h"
@@ -154,16 +155,48 @@ bool Eval(const Expr& e, const Resolve& resolve) {
         if (!Eval(*c, resolve)) return false;
       }
       return true;
-    case ExprKind::kOr:
+    case ExprKind::kOr: {
+      const std::vector<std::string_view>& list = e.eq_strings();
+      if (!list.empty()) {
+        // `P eq 's1' or P eq 's2' ...`: equal strings are equal bytes.
+        PropertyValue p = resolve(*e.children().front());
+        std::string_view s;
+        if (p.kind == PropertyValue::Kind::kString) {
+          s = p.str;
+        } else if (p.kind == PropertyValue::Kind::kValue && p.value->type() == EdmType::kString) {
+          s = p.value->string();
+        } else {
+          return false;
+        }
+        return std::binary_search(list.begin(), list.end(), s);
+      }
       for (const auto& c : e.children()) {
         if (Eval(*c, resolve)) return true;
       }
       return false;
+    }
   }
   return false;
 }
 
 }  // namespace
+
+namespace {
+
+size_t Cost(const Expr& e) {
+  if (!e.eq_strings().empty()) {
+    size_t n = 1;
+    for (size_t left = e.eq_strings().size(); left > 1; left = (left + 1) / 2) ++n;
+    return n;
+  }
+  size_t n = 1;
+  for (const auto& c : e.children()) n += Cost(*c);
+  return n;
+}
+
+}  // namespace
+
+size_t EvaluationCost(const Filter& filter) { return Cost(filter.root()); }
 
 bool Matches(const Filter& filter, const storage::Entity& entity) {
   auto resolve = [&entity](const Expr& e) {

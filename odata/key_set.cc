@@ -1,15 +1,17 @@
 #include "odata/key_set.h"
 
+#include <algorithm>
 #include <cassert>
+#include <string>
 #include <utility>
 
 #include "storage/value.h"
 
 namespace cerulean::odata {
 
-Cut Cut::Before(std::string s) {
+Cut Cut::Before(std::string_view s) {
   if (s.empty()) return NegInf();
-  return {Kind::kBefore, std::move(s)};
+  return {Kind::kBefore, s};
 }
 
 int CompareCuts(const Cut& a, const Cut& b) {
@@ -25,81 +27,29 @@ int CompareCuts(const Cut& a, const Cut& b) {
 }
 
 namespace {
+
 bool Less(const Cut& a, const Cut& b) { return CompareCuts(a, b) < 0; }
-}  // namespace
 
-IntervalSet AllStrings() { return {Interval{Cut::NegInf(), Cut::PosInf()}}; }
-
-IntervalSet Union(const IntervalSet& a, const IntervalSet& b) {
-  IntervalSet out;
-  out.reserve(a.size() + b.size());
-  size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    const Interval& next =
-        (j == b.size() || (i < a.size() && Less(a[i].lo, b[j].lo))) ? a[i++] : b[j++];
-    if (!out.empty() && !Less(out.back().hi, next.lo)) {
-      if (Less(out.back().hi, next.hi)) out.back().hi = next.hi;
-    } else {
-      out.push_back(next);
-    }
-  }
-  return out;
+void Count(size_t* steps, size_t n) {
+  if (steps != nullptr) *steps += n;
 }
 
-IntervalSet Intersect(const IntervalSet& a, const IntervalSet& b) {
-  IntervalSet out;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const Cut& lo = Less(a[i].lo, b[j].lo) ? b[j].lo : a[i].lo;
-    bool a_ends_first = Less(a[i].hi, b[j].hi);
-    const Cut& hi = a_ends_first ? a[i].hi : b[j].hi;
-    if (Less(lo, hi)) out.push_back(Interval{lo, hi});
-    if (a_ends_first) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return out;
+// The first index k >= from of `v` whose interval starts after `c`.
+size_t FirstStartingAfter(Intervals v, size_t from, const Cut& c) {
+  auto it = std::partition_point(v.begin() + static_cast<ptrdiff_t>(from), v.end(),
+                                 [&c](const Interval& x) { return !Less(c, x.lo); });
+  return static_cast<size_t>(it - v.begin());
 }
 
-IntervalSet Complement(const IntervalSet& a) {
-  IntervalSet out;
-  Cut cur = Cut::NegInf();
-  for (const Interval& iv : a) {
-    if (Less(cur, iv.lo)) out.push_back(Interval{cur, iv.lo});
-    cur = iv.hi;
-  }
-  if (cur.kind != Cut::Kind::kPosInf) out.push_back(Interval{std::move(cur), Cut::PosInf()});
-  return out;
+// The first index k >= from of `v` whose interval ends after `c`.
+size_t FirstEndingAfter(Intervals v, size_t from, const Cut& c) {
+  auto it = std::partition_point(v.begin() + static_cast<ptrdiff_t>(from), v.end(),
+                                 [&c](const Interval& x) { return !Less(c, x.hi); });
+  return static_cast<size_t>(it - v.begin());
 }
 
-IntervalSet StringsWhere(CmpOp op, const std::string& value) {
-  auto make = [](Cut lo, Cut hi) {
-    IntervalSet s;
-    if (Less(lo, hi)) s.push_back(Interval{std::move(lo), std::move(hi)});
-    return s;
-  };
-  switch (op) {
-    case CmpOp::kEq:
-      return make(Cut::Before(value), Cut::After(value));
-    case CmpOp::kNe:
-      return Complement(make(Cut::Before(value), Cut::After(value)));
-    case CmpOp::kGt:
-      return make(Cut::After(value), Cut::PosInf());
-    case CmpOp::kGe:
-      return make(Cut::Before(value), Cut::PosInf());
-    case CmpOp::kLt:
-      return make(Cut::NegInf(), Cut::Before(value));
-    case CmpOp::kLe:
-      return make(Cut::NegInf(), Cut::After(value));
-  }
-  return {};
-}
-
-namespace {
-// lo <= s, for s seen as the point between Before(s) and After(s).
-bool CutAtOrBelow(const Cut& c, const std::string& s) {
+// c <= s, for s seen as the point between Before(s) and After(s).
+bool CutAtOrBelow(const Cut& c, std::string_view s) {
   switch (c.kind) {
     case Cut::Kind::kNegInf:
       return true;
@@ -112,100 +62,552 @@ bool CutAtOrBelow(const Cut& c, const std::string& s) {
   }
   return false;
 }
+
 }  // namespace
 
-bool Contains(const IntervalSet& set, const std::string& s) {
-  for (const Interval& iv : set) {
-    if (CutAtOrBelow(iv.lo, s) && !CutAtOrBelow(iv.hi, s)) return true;
+IntervalSet AllStrings() { return {Interval{Cut::NegInf(), Cut::PosInf()}}; }
+
+namespace {
+
+bool AllRows(Intervals rows) {
+  return rows.size() == 1 && rows[0].lo.kind == Cut::Kind::kNegInf &&
+         rows[0].hi.kind == Cut::Kind::kPosInf;
+}
+
+}  // namespace
+
+void UnionInto(Intervals a, Intervals b, IntervalSet* out, size_t* steps) {
+  // The common cases in maps: no rows or all rows on one side.
+  if (a.empty() || AllRows(b)) {
+    out->insert(out->end(), b.begin(), b.end());
+    return Count(steps, 1);
   }
-  return false;
+  if (b.empty() || AllRows(a)) {
+    out->insert(out->end(), a.begin(), a.end());
+    return Count(steps, 1);
+  }
+  if (a.size() == 1 && b.size() == 1) {
+    const Interval& x = Less(a[0].lo, b[0].lo) ? a[0] : b[0];
+    const Interval& y = &x == &a[0] ? b[0] : a[0];
+    if (Less(x.hi, y.lo)) {
+      out->push_back(x);
+      out->push_back(y);
+    } else {
+      out->push_back(Interval{x.lo, Less(x.hi, y.hi) ? y.hi : x.hi});
+    }
+    return Count(steps, 1);
+  }
+  size_t i = 0, j = 0, n = 0;
+  while (i < a.size() || j < b.size()) {
+    Interval cur = (j == b.size() || (i < a.size() && Less(a[i].lo, b[j].lo))) ? a[i++] : b[j++];
+    // Absorb every interval of either list that starts at or before the
+    // end of `cur` (touching intervals merge), skipping runs in one jump.
+    for (bool grew = true; grew;) {
+      grew = false;
+      ++n;
+      if (size_t k = FirstStartingAfter(a, i, cur.hi); k > i) {
+        if (Less(cur.hi, a[k - 1].hi)) cur.hi = a[k - 1].hi;
+        i = k;
+        grew = true;
+      }
+      if (size_t k = FirstStartingAfter(b, j, cur.hi); k > j) {
+        if (Less(cur.hi, b[k - 1].hi)) cur.hi = b[k - 1].hi;
+        j = k;
+        grew = true;
+      }
+    }
+    out->push_back(cur);
+  }
+  Count(steps, n);
 }
 
-KeyMap UniformMap(IntervalSet rows) {
-  return {Piece{Cut::NegInf(), Cut::PosInf(), std::move(rows)}};
+void IntersectInto(Intervals a, Intervals b, IntervalSet* out, size_t* steps) {
+  if (AllRows(a) || AllRows(b)) {
+    Intervals other = AllRows(a) ? b : a;
+    out->insert(out->end(), other.begin(), other.end());
+    return Count(steps, 1);
+  }
+  size_t i = 0, j = 0, n = 0;
+  while (i < a.size() && j < b.size()) {
+    ++n;
+    if (!Less(b[j].lo, a[i].hi)) {  // a[i] ends before b[j] starts
+      i = FirstEndingAfter(a, i + 1, b[j].lo);
+      continue;
+    }
+    if (!Less(a[i].lo, b[j].hi)) {  // b[j] ends before a[i] starts
+      j = FirstEndingAfter(b, j + 1, a[i].lo);
+      continue;
+    }
+    const Cut& lo = Less(a[i].lo, b[j].lo) ? b[j].lo : a[i].lo;
+    bool a_ends_first = Less(a[i].hi, b[j].hi);
+    const Cut& hi = a_ends_first ? a[i].hi : b[j].hi;
+    out->push_back(Interval{lo, hi});
+    if (a_ends_first) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  Count(steps, n);
 }
 
-KeyMap PartitionMap(const IntervalSet& partitions) {
-  KeyMap m;
+void ComplementInto(Intervals a, IntervalSet* out, size_t* steps) {
   Cut cur = Cut::NegInf();
-  for (const Interval& iv : partitions) {
-    if (Less(cur, iv.lo)) m.push_back(Piece{cur, iv.lo, {}});
-    m.push_back(Piece{iv.lo, iv.hi, AllStrings()});
+  for (const Interval& iv : a) {
+    if (Less(cur, iv.lo)) out->push_back(Interval{cur, iv.lo});
     cur = iv.hi;
   }
-  if (cur.kind != Cut::Kind::kPosInf) m.push_back(Piece{std::move(cur), Cut::PosInf(), {}});
-  return m;
+  if (cur.kind != Cut::Kind::kPosInf) out->push_back(Interval{cur, Cut::PosInf()});
+  Count(steps, a.size() + 1);
 }
 
-size_t MapSize(const KeyMap& m) {
-  size_t n = 0;
-  for (const Piece& p : m) n += 1 + p.rows.size();
-  return n;
+IntervalSet Union(Intervals a, Intervals b, size_t* steps) {
+  IntervalSet out;
+  UnionInto(a, b, &out, steps);
+  return out;
+}
+
+IntervalSet Intersect(Intervals a, Intervals b, size_t* steps) {
+  IntervalSet out;
+  IntersectInto(a, b, &out, steps);
+  return out;
+}
+
+IntervalSet Complement(Intervals a, size_t* steps) {
+  IntervalSet out;
+  out.reserve(a.size() + 1);
+  ComplementInto(a, &out, steps);
+  return out;
+}
+
+IntervalSet UnionAll(std::vector<Interval> intervals, size_t* steps) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& x, const Interval& y) { return Less(x.lo, y.lo); });
+  IntervalSet out;
+  for (const Interval& iv : intervals) {
+    if (!out.empty() && !Less(out.back().hi, iv.lo)) {
+      if (Less(out.back().hi, iv.hi)) out.back().hi = iv.hi;
+    } else {
+      out.push_back(iv);
+    }
+  }
+  Count(steps, intervals.size() + 1);
+  return out;
+}
+
+IntervalSet CoarsenSet(IntervalSet set, size_t max_intervals) {
+  assert(max_intervals >= 1);
+  if (set.size() <= max_intervals) return set;
+  const size_t per_run = (set.size() + max_intervals - 1) / max_intervals;
+  IntervalSet out;
+  out.reserve(max_intervals);
+  for (size_t i = 0; i < set.size(); i += per_run) {
+    size_t last = std::min(i + per_run, set.size()) - 1;
+    out.push_back(Interval{set[i].lo, set[last].hi});
+  }
+  return out;
+}
+
+void StringsWhereInto(CmpOp op, std::string_view value, bool complement, IntervalSet* out) {
+  // { s : s op value } is one interval, or for `ne` the complement of one.
+  Cut lo = Cut::NegInf(), hi = Cut::PosInf();
+  switch (op) {
+    case CmpOp::kEq:
+    case CmpOp::kNe:
+      lo = Cut::Before(value);
+      hi = Cut::After(value);
+      if (op == CmpOp::kNe) complement = !complement;
+      break;
+    case CmpOp::kGt:
+      lo = Cut::After(value);
+      break;
+    case CmpOp::kGe:
+      lo = Cut::Before(value);
+      break;
+    case CmpOp::kLt:
+      hi = Cut::Before(value);
+      break;
+    case CmpOp::kLe:
+      hi = Cut::After(value);
+      break;
+  }
+  if (!complement) {
+    if (Less(lo, hi)) out->push_back(Interval{lo, hi});
+    return;
+  }
+  if (!Less(lo, hi)) {
+    out->push_back(Interval{Cut::NegInf(), Cut::PosInf()});
+    return;
+  }
+  if (lo.kind != Cut::Kind::kNegInf) out->push_back(Interval{Cut::NegInf(), lo});
+  if (hi.kind != Cut::Kind::kPosInf) out->push_back(Interval{hi, Cut::PosInf()});
+}
+
+IntervalSet StringsWhere(CmpOp op, std::string_view value) {
+  IntervalSet out;
+  StringsWhereInto(op, value, false, &out);
+  return out;
+}
+
+bool Contains(Intervals set, std::string_view s) {
+  auto it = std::partition_point(set.begin(), set.end(),
+                                 [s](const Interval& iv) { return CutAtOrBelow(iv.hi, s); });
+  return it != set.end() && CutAtOrBelow(it->lo, s);
+}
+
+bool IsSubset(Intervals a, Intervals b, size_t* steps) {
+  size_t k = 0;
+  for (const Interval& x : a) {
+    k = FirstEndingAfter(b, k, x.lo);
+    if (k == b.size() || Less(x.lo, b[k].lo) || Less(b[k].hi, x.hi)) {
+      Count(steps, 1);
+      return false;
+    }
+  }
+  Count(steps, a.size() + 1);
+  return true;
 }
 
 namespace {
 
-// Appends a piece, merging it into the previous one when the rows agree.
-// Returns false when the budget is exhausted.
-bool AppendPiece(KeyMap* out, Cut lo, Cut hi, IntervalSet rows, size_t* budget) {
-  if (!out->empty() && out->back().rows == rows) {
-    out->back().hi = std::move(hi);
-    return true;
-  }
-  size_t cost = 1 + rows.size();
-  if (budget) {
-    if (*budget < cost) {
-      *budget = 0;
-      return false;
-    }
-    *budget -= cost;
-  }
-  out->push_back(Piece{std::move(lo), std::move(hi), std::move(rows)});
-  return true;
+using Piece = KeyMap::Piece;
+
+bool SameRows(const KeyMap& m, const Piece& p, const Piece& q) {
+  return std::equal(m.rows.begin() + p.begin, m.rows.begin() + p.end, m.rows.begin() + q.begin,
+                    m.rows.begin() + q.end);
 }
 
-template <typename Op>
-std::optional<KeyMap> Combine(const KeyMap& a, const KeyMap& b, size_t* budget, const Op& op) {
-  KeyMap out;
-  size_t i = 0, j = 0;
-  Cut lo = Cut::NegInf();
-  while (i < a.size() && j < b.size()) {
-    int c = CompareCuts(a[i].hi, b[j].hi);
-    const Cut& hi = c <= 0 ? a[i].hi : b[j].hi;
-    if (!AppendPiece(&out, lo, hi, op(a[i].rows, b[j].rows), budget)) return std::nullopt;
-    lo = hi;
-    if (c <= 0) ++i;
-    if (c >= 0) ++j;
+// Ends the piece [lo, hi) whose rows were appended to out->rows from
+// `begin` on, merging it into the previous piece when the rows agree.
+void EndPiece(KeyMap* out, const Cut& lo, const Cut& hi, size_t begin) {
+  Piece p{lo, hi, static_cast<uint32_t>(begin), static_cast<uint32_t>(out->rows.size())};
+  if (!out->pieces.empty() && SameRows(*out, out->pieces.back(), p)) {
+    out->pieces.back().hi = hi;
+    out->rows.resize(begin);
+    return;
   }
-  assert(i == a.size() && j == b.size());
-  return out;
+  out->pieces.push_back(p);
+}
+
+// Appends the piece [lo, hi) with `rows`.
+void AppendPiece(KeyMap* out, const Cut& lo, const Cut& hi, Intervals rows) {
+  size_t begin = out->rows.size();
+  out->rows.insert(out->rows.end(), rows.begin(), rows.end());
+  EndPiece(out, lo, hi, begin);
+}
+
+void AppendHull(KeyMap* out, const Cut& lo, const Cut& hi, Intervals rows) {
+  if (rows.empty()) return AppendPiece(out, lo, hi, {});
+  Interval hull{rows.front().lo, rows.back().hi};
+  AppendPiece(out, lo, hi, {&hull, 1});
 }
 
 }  // namespace
 
-std::optional<KeyMap> MapAnd(const KeyMap& a, const KeyMap& b, size_t* budget) {
-  return Combine(a, b, budget,
-                 [](const IntervalSet& x, const IntervalSet& y) { return Intersect(x, y); });
+KeyMap UniformMap(Intervals rows) {
+  KeyMap m;
+  AppendPiece(&m, Cut::NegInf(), Cut::PosInf(), rows);
+  return m;
 }
 
-std::optional<KeyMap> MapOr(const KeyMap& a, const KeyMap& b, size_t* budget) {
-  return Combine(a, b, budget,
-                 [](const IntervalSet& x, const IntervalSet& y) { return Union(x, y); });
-}
-
-std::optional<KeyMap> MapNot(const KeyMap& a, size_t* budget) {
-  KeyMap out;
-  for (const Piece& p : a) {
-    if (!AppendPiece(&out, p.lo, p.hi, Complement(p.rows), budget)) return std::nullopt;
+KeyMap PartitionMap(const IntervalSet& partitions) {
+  KeyMap m;
+  m.pieces.reserve(2 * partitions.size() + 1);
+  m.rows.reserve(partitions.size());
+  const Interval all{Cut::NegInf(), Cut::PosInf()};
+  Cut cur = Cut::NegInf();
+  for (const Interval& iv : partitions) {
+    if (Less(cur, iv.lo)) AppendPiece(&m, cur, iv.lo, {});
+    AppendPiece(&m, iv.lo, iv.hi, {&all, 1});
+    cur = iv.hi;
   }
+  if (cur.kind != Cut::Kind::kPosInf) AppendPiece(&m, cur, Cut::PosInf(), {});
+  return m;
+}
+
+KeyMap PairMap(Intervals partitions, Intervals rows, bool conjunction, size_t max_entries,
+               bool* widened) {
+  const Interval all{Cut::NegInf(), Cut::PosInf()};
+  Intervals inside = conjunction ? rows : Intervals{&all, 1};
+  Intervals outside = conjunction ? Intervals{} : rows;
+  // Each partition interval and each gap is a piece.
+  size_t gaps = 0;
+  Cut cur = Cut::NegInf();
+  for (const Interval& iv : partitions) {
+    gaps += Less(cur, iv.lo) ? 1 : 0;
+    cur = iv.hi;
+  }
+  gaps += cur.kind != Cut::Kind::kPosInf ? 1 : 0;
+  const size_t pieces = partitions.size() + gaps;
+  Interval hull;
+  if (pieces + partitions.size() * inside.size() + gaps * outside.size() > max_entries) {
+    *widened = true;
+    if (rows.size() > 1) {
+      hull = Interval{rows.front().lo, rows.back().hi};
+      (conjunction ? inside : outside) = Intervals{&hull, 1};
+    }
+  }
+  KeyMap m;
+  m.pieces.reserve(pieces);
+  cur = Cut::NegInf();
+  for (const Interval& iv : partitions) {
+    if (Less(cur, iv.lo)) AppendPiece(&m, cur, iv.lo, outside);
+    AppendPiece(&m, iv.lo, iv.hi, inside);
+    cur = iv.hi;
+  }
+  if (cur.kind != Cut::Kind::kPosInf) AppendPiece(&m, cur, Cut::PosInf(), outside);
+  if (MapSize(m) <= max_entries) return m;
+  *widened = true;
+  return Coarsen(std::move(m), max_entries);
+}
+
+bool IsSingleString(const Interval& iv) {
+  if (iv.hi.kind != Cut::Kind::kAfter) return false;
+  if (iv.lo.kind == Cut::Kind::kBefore) return iv.lo.s == iv.hi.s;
+  return iv.lo.kind == Cut::Kind::kNegInf && iv.hi.s.empty();  // ""
+}
+
+KeyMap PointsMap(std::vector<PartitionRows> points, size_t max_entries, bool* widened,
+                 size_t* steps) {
+  std::sort(points.begin(), points.end(), [](const PartitionRows& a, const PartitionRows& b) {
+    return Less(a.partition.lo, b.partition.lo);
+  });
+  // One entry per partition, its rows the union of theirs.
+  std::vector<PartitionRows> merged;
+  merged.reserve(points.size());
+  size_t size = 1;  // the last gap
+  for (PartitionRows& p : points) {
+    if (!merged.empty() && merged.back().partition == p.partition) {
+      IntervalSet rows;
+      UnionInto(merged.back().rows, p.rows, &rows, steps);
+      size = size - merged.back().rows.size() + rows.size();
+      merged.back().rows = std::move(rows);
+      continue;
+    }
+    size += 2 + p.rows.size();  // a gap, the partition, its rows
+    merged.push_back(std::move(p));
+  }
+  Count(steps, points.size() + size);
+  const bool hull = size > max_entries;
+  KeyMap m;
+  m.pieces.reserve(2 * merged.size() + 1);
+  Cut cur = Cut::NegInf();
+  for (const PartitionRows& p : merged) {
+    if (Less(cur, p.partition.lo)) AppendPiece(&m, cur, p.partition.lo, {});
+    if (hull) {
+      AppendHull(&m, p.partition.lo, p.partition.hi, p.rows);
+    } else {
+      AppendPiece(&m, p.partition.lo, p.partition.hi, p.rows);
+    }
+    cur = p.partition.hi;
+  }
+  if (cur.kind != Cut::Kind::kPosInf) AppendPiece(&m, cur, Cut::PosInf(), {});
+  if (hull) *widened = true;
+  if (MapSize(m) <= max_entries) return m;
+  *widened = true;
+  return Coarsen(std::move(m), max_entries);
+}
+
+size_t MapSize(const KeyMap& m) { return m.pieces.size() + m.rows.size(); }
+
+bool MapContains(const KeyMap& m, std::string_view pk, std::string_view rk) {
+  auto it = std::partition_point(m.pieces.begin(), m.pieces.end(),
+                                 [pk](const Piece& p) { return CutAtOrBelow(p.hi, pk); });
+  return it != m.pieces.end() && CutAtOrBelow(it->lo, pk) && Contains(m.RowsOf(*it), rk);
+}
+
+bool MapBudget::Charge(size_t steps) {
+  if (exhausted_ || steps > steps_left_) {
+    steps_left_ = 0;
+    exhausted_ = true;
+    return false;
+  }
+  steps_left_ -= steps;
+  return true;
+}
+
+namespace {
+
+// `m` with each piece's rows widened to their hull.
+KeyMap HullRows(const KeyMap& m) {
+  KeyMap out;
+  out.pieces.reserve(m.pieces.size());
+  for (const Piece& p : m.pieces) AppendHull(&out, p.lo, p.hi, m.RowsOf(p));
   return out;
 }
 
-bool MapContains(const KeyMap& m, const std::string& pk, const std::string& rk) {
-  for (const Piece& p : m) {
-    if (CutAtOrBelow(p.lo, pk) && !CutAtOrBelow(p.hi, pk)) return Contains(p.rows, rk);
+// The pointwise `op` of two maps, or nullopt if its size would pass
+// `max_entries` or the budget runs out.
+template <typename Op>
+std::optional<KeyMap> CombineWithin(const KeyMap& a, const KeyMap& b, size_t max_entries,
+                                    MapBudget* budget, const Op& op) {
+  KeyMap out;
+  out.pieces.reserve(std::min(a.pieces.size() + b.pieces.size(), max_entries));
+  size_t i = 0, j = 0;
+  Cut lo = Cut::NegInf();
+  while (i < a.pieces.size() && j < b.pieces.size()) {
+    const Piece& pa = a.pieces[i];
+    const Piece& pb = b.pieces[j];
+    int c = CompareCuts(pa.hi, pb.hi);
+    const Cut& hi = c <= 0 ? pa.hi : pb.hi;
+    size_t steps = 1;
+    size_t begin = out.rows.size();
+    op(a.RowsOf(pa), b.RowsOf(pb), &out.rows, &steps);
+    steps += out.rows.size() - begin;  // compared with the previous piece's rows
+    EndPiece(&out, lo, hi, begin);
+    if (!budget->Charge(steps) || MapSize(out) > max_entries) return std::nullopt;
+    lo = hi;
+    if (c <= 0) ++i;
+    if (c >= 0) ++j;
   }
-  return false;
+  assert(i == a.pieces.size() && j == b.pieces.size());
+  return out;
+}
+
+template <typename Op>
+std::optional<KeyMap> Combine(const KeyMap& a, const KeyMap& b, MapBudget* budget, bool* widened,
+                              const Op& op) {
+  auto out = CombineWithin(a, b, budget->max_entries(), budget, op);
+  if (out || budget->exhausted()) return out;
+  // Too large: combine the row hulls instead (at most two intervals per
+  // piece), then coarsen that to fit.
+  *widened = true;
+  if (!budget->Charge(a.pieces.size() + b.pieces.size())) return std::nullopt;
+  out = CombineWithin(HullRows(a), HullRows(b), SIZE_MAX, budget, op);
+  if (!out || !budget->Charge(MapSize(*out))) return std::nullopt;
+  return Coarsen(std::move(*out), budget->max_entries());
+}
+
+}  // namespace
+
+KeyMap Coarsen(KeyMap m, size_t max_entries) {
+  assert(max_entries >= 4);
+  if (MapSize(m) <= max_entries) return m;
+  KeyMap hulled = HullRows(m);
+  if (MapSize(hulled) <= max_entries) return hulled;
+  // Merge runs of `per_group` neighbouring non-empty pieces (and the empty
+  // pieces between them): at most `groups` pieces with one interval each,
+  // and the empty pieces between them, 3 * groups + 1 entries.
+  const size_t non_empty = hulled.rows.size();  // one interval each
+  const size_t groups = (max_entries - 1) / 3;
+  const size_t per_group = (non_empty + groups - 1) / groups;
+  KeyMap out;
+  Cut cursor = Cut::NegInf();
+  size_t in_group = 0;
+  Cut group_lo, group_hi;
+  Interval rows;
+  auto close_group = [&] {
+    if (Less(cursor, group_lo)) AppendPiece(&out, cursor, group_lo, {});
+    AppendPiece(&out, group_lo, group_hi, {&rows, 1});
+    cursor = group_hi;
+    in_group = 0;
+  };
+  for (const Piece& p : hulled.pieces) {
+    if (p.begin == p.end) continue;
+    const Interval& r = hulled.rows[p.begin];
+    if (in_group == 0) {
+      group_lo = p.lo;
+      rows = r;
+    } else {
+      if (Less(r.lo, rows.lo)) rows.lo = r.lo;
+      if (Less(rows.hi, r.hi)) rows.hi = r.hi;
+    }
+    group_hi = p.hi;
+    if (++in_group == per_group) close_group();
+  }
+  if (in_group > 0) close_group();
+  if (cursor.kind != Cut::Kind::kPosInf) AppendPiece(&out, cursor, Cut::PosInf(), {});
+  return out;
+}
+
+std::optional<KeyMap> MapAnd(const KeyMap& a, const KeyMap& b, MapBudget* budget, bool* widened) {
+  return Combine(a, b, budget, widened,
+                 [](Intervals x, Intervals y, IntervalSet* out, size_t* steps) {
+                   IntersectInto(x, y, out, steps);
+                 });
+}
+
+std::optional<KeyMap> MapOr(const KeyMap& a, const KeyMap& b, MapBudget* budget, bool* widened) {
+  return Combine(a, b, budget, widened,
+                 [](Intervals x, Intervals y, IntervalSet* out, size_t* steps) {
+                   UnionInto(x, y, out, steps);
+                 });
+}
+
+std::optional<KeyMap> MapNot(const KeyMap& a, MapBudget* budget, bool* widened) {
+  KeyMap out;
+  for (const Piece& p : a.pieces) {
+    size_t steps = 1;
+    size_t begin = out.rows.size();
+    ComplementInto(a.RowsOf(p), &out.rows, &steps);
+    steps += out.rows.size() - begin;
+    EndPiece(&out, p.lo, p.hi, begin);
+    if (!budget->Charge(steps)) return std::nullopt;
+  }
+  if (MapSize(out) <= budget->max_entries()) return out;
+  *widened = true;
+  return Coarsen(std::move(out), budget->max_entries());
+}
+
+bool MapWithin(const KeyMap& a, const KeyMap& b, MapBudget* budget) {
+  size_t i = 0, j = 0;
+  while (i < a.pieces.size() && j < b.pieces.size()) {
+    const Piece& pa = a.pieces[i];
+    const Piece& pb = b.pieces[j];
+    size_t steps = 1;
+    if (pa.begin != pa.end && !IsSubset(a.RowsOf(pa), b.RowsOf(pb), &steps)) return false;
+    if (!budget->Charge(steps)) return false;
+    int c = CompareCuts(pa.hi, pb.hi);
+    if (c <= 0) ++i;
+    if (c >= 0) ++j;
+  }
+  return true;
+}
+
+namespace {
+
+// The PartitionKey of a piece that holds exactly one partition, if so.
+const std::string_view* SinglePartition(const Piece& p) {
+  if (p.hi.kind != Cut::Kind::kAfter) return nullptr;
+  if (p.lo.kind == Cut::Kind::kBefore && p.lo.s == p.hi.s) return &p.hi.s;
+  if (p.lo.kind == Cut::Kind::kNegInf && p.hi.s.empty()) return &p.hi.s;  // partition ""
+  return nullptr;
+}
+
+}  // namespace
+
+KeyMap RangeHull(const KeyMap& m, bool* widened) {
+  *widened = false;
+  const Interval all{Cut::NegInf(), Cut::PosInf()};
+  KeyMap out;
+  out.pieces.reserve(m.pieces.size());
+  out.rows.reserve(m.rows.size());
+  for (const Piece& p : m.pieces) {
+    Intervals rows = m.RowsOf(p);
+    if (rows.empty() || AllRows(rows) || SinglePartition(p) != nullptr) {
+      AppendPiece(&out, p.lo, p.hi, rows);
+      continue;
+    }
+    // Several partitions, each restricted to `rows`: all of them, but the
+    // rows from the first interval on in a first partition known exactly,
+    // and up to the end of the last one in a last partition.
+    *widened = true;
+    Cut lo = p.lo;
+    if (lo.kind == Cut::Kind::kBefore) {
+      Interval first{rows.front().lo, Cut::PosInf()};
+      AppendPiece(&out, lo, Cut::After(lo.s), {&first, 1});
+      lo = Cut::After(lo.s);
+    }
+    if (p.hi.kind == Cut::Kind::kAfter) {
+      Cut last = Cut::Before(p.hi.s);
+      Interval final_rows{Cut::NegInf(), rows.back().hi};
+      AppendPiece(&out, lo, last, {&all, 1});
+      AppendPiece(&out, last, p.hi, {&final_rows, 1});
+    } else {
+      AppendPiece(&out, lo, p.hi, {&all, 1});
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -221,7 +623,7 @@ struct KeyCut {
     kPosInf
   };
   Kind kind = Kind::kNegInf;
-  std::string pk, rk;
+  std::string_view pk, rk;
   friend bool operator==(const KeyCut&, const KeyCut&) = default;
 };
 
@@ -241,7 +643,7 @@ KeyCut FromPartitionCut(const Cut& c) {
 }
 
 // A RowKey cut inside partition `pk`.
-KeyCut FromRowCut(const std::string& pk, const Cut& c) {
+KeyCut FromRowCut(std::string_view pk, const Cut& c) {
   switch (c.kind) {
     case Cut::Kind::kNegInf:
       return {KeyCut::Kind::kPartitionStart, pk, {}};
@@ -262,13 +664,13 @@ std::optional<storage::KeyBound> LowerBound(const KeyCut& c) {
     case K::kPosInf:
       return std::nullopt;  // kPosInf cannot start a non-empty range
     case K::kPartitionStart:
-      return storage::KeyBound{c.pk, std::nullopt, true};
+      return storage::KeyBound{std::string(c.pk), std::nullopt, true};
     case K::kRowBefore:
-      return storage::KeyBound{c.pk, c.rk, true};
+      return storage::KeyBound{std::string(c.pk), std::string(c.rk), true};
     case K::kRowAfter:
-      return storage::KeyBound{c.pk, c.rk, false};
+      return storage::KeyBound{std::string(c.pk), std::string(c.rk), false};
     case K::kPartitionEnd:
-      return storage::KeyBound{c.pk, std::nullopt, false};
+      return storage::KeyBound{std::string(c.pk), std::nullopt, false};
   }
   return std::nullopt;
 }
@@ -280,54 +682,40 @@ std::optional<storage::KeyBound> UpperBound(const KeyCut& c) {
     case K::kPosInf:
       return std::nullopt;  // kNegInf cannot end a non-empty range
     case K::kPartitionStart:
-      return storage::KeyBound{c.pk, std::nullopt, false};
+      return storage::KeyBound{std::string(c.pk), std::nullopt, false};
     case K::kRowBefore:
-      return storage::KeyBound{c.pk, c.rk, false};
+      return storage::KeyBound{std::string(c.pk), std::string(c.rk), false};
     case K::kRowAfter:
-      return storage::KeyBound{c.pk, c.rk, true};
+      return storage::KeyBound{std::string(c.pk), std::string(c.rk), true};
     case K::kPartitionEnd:
-      return storage::KeyBound{c.pk, std::nullopt, true};
+      return storage::KeyBound{std::string(c.pk), std::nullopt, true};
   }
   return std::nullopt;
-}
-
-// The PartitionKey of a piece that holds exactly one partition, if so.
-const std::string* SinglePartition(const Piece& p) {
-  if (p.hi.kind != Cut::Kind::kAfter) return nullptr;
-  if (p.lo.kind == Cut::Kind::kBefore && p.lo.s == p.hi.s) return &p.hi.s;
-  if (p.lo.kind == Cut::Kind::kNegInf && p.hi.s.empty()) return &p.hi.s;  // partition ""
-  return nullptr;
 }
 
 }  // namespace
 
 std::vector<storage::KeyRange> MapToRanges(const KeyMap& m, bool* exact) {
-  *exact = true;
+  bool widened;
+  const KeyMap hull = RangeHull(m, &widened);
+  *exact = !widened;
   std::vector<std::pair<KeyCut, KeyCut>> spans;
   auto add = [&spans](KeyCut lo, KeyCut hi) {
     if (!spans.empty() && spans.back().second == lo) {
-      spans.back().second = std::move(hi);
+      spans.back().second = hi;
     } else {
-      spans.emplace_back(std::move(lo), std::move(hi));
+      spans.emplace_back(lo, hi);
     }
   };
-  const IntervalSet all = AllStrings();
-  for (const Piece& p : m) {
-    if (p.rows.empty()) continue;
-    if (p.rows == all) {
+  for (const Piece& p : hull.pieces) {
+    Intervals rows = hull.RowsOf(p);
+    if (rows.empty()) continue;
+    if (AllRows(rows)) {
       add(FromPartitionCut(p.lo), FromPartitionCut(p.hi));
-    } else if (const std::string* pk = SinglePartition(p)) {
-      for (const Interval& iv : p.rows) add(FromRowCut(*pk, iv.lo), FromRowCut(*pk, iv.hi));
     } else {
-      // Several partitions, each restricted to `rows`: not a key range.
-      // Widen to the partitions, keeping the row bound in a first / last
-      // partition that is known exactly.
-      *exact = false;
-      KeyCut lo = p.lo.kind == Cut::Kind::kBefore ? FromRowCut(p.lo.s, p.rows.front().lo)
-                                                  : FromPartitionCut(p.lo);
-      KeyCut hi = p.hi.kind == Cut::Kind::kAfter ? FromRowCut(p.hi.s, p.rows.back().hi)
-                                                 : FromPartitionCut(p.hi);
-      add(std::move(lo), std::move(hi));
+      const std::string_view* pk = SinglePartition(p);
+      assert(pk != nullptr);  // RangeHull leaves no other restricted piece
+      for (const Interval& iv : rows) add(FromRowCut(*pk, iv.lo), FromRowCut(*pk, iv.hi));
     }
   }
   std::vector<storage::KeyRange> ranges;

@@ -57,9 +57,25 @@ struct Operand {
   size_t at = 0;
 };
 
+// The type of a property whose type `scope` fixes, as an EDM name, or null.
+const char* KnownType(std::string_view name, FilterScope scope) {
+  if (scope == FilterScope::kTables) return name == "TableName" ? "Edm.String" : nullptr;
+  switch (ClassifyProperty(name)) {
+    case SystemProperty::kPartitionKey:
+    case SystemProperty::kRowKey:
+      return "Edm.String";
+    case SystemProperty::kTimestamp:
+      return "Edm.DateTime";
+    case SystemProperty::kNone:
+      break;
+  }
+  return nullptr;
+}
+
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+  Parser(std::vector<Token> tokens, FilterScope scope)
+      : tokens_(std::move(tokens)), scope_(scope) {}
 
   // The grammar's recursion (parentheses, `not`) runs on an explicit stack
   // of open groups, so no input recurses here, however deeply it nests.
@@ -271,9 +287,16 @@ class Parser {
     return Expr::Compare(FlipCmpOp(*op), std::move(right->property), std::move(left->literal));
   }
 
-  // A primary that is not followed by a comparison operator.
+  // A primary that is not followed by a comparison operator: a predicate,
+  // so it must be able to be a Boolean (the operand of `not`, `and`, `or`
+  // and the filter itself are).
   Result<ExprPtr> BoolTerm(Operand& term) {
-    if (term.is_property) return Expr::BoolProperty(std::move(term.property));
+    if (term.is_property) {
+      if (const char* type = KnownType(term.property, scope_)) {
+        return ErrorAt("'" + term.property + "' is " + type + ", not a Boolean", term.at);
+      }
+      return Expr::BoolProperty(std::move(term.property));
+    }
     if (term.literal.type() == storage::EdmType::kBoolean) {
       return Expr::Constant(term.literal.boolean());
     }
@@ -307,24 +330,25 @@ class Parser {
   }
 
   std::vector<Token> tokens_;  // ends with kEnd, so Peek() never overruns
+  FilterScope scope_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Result<ExprPtr> ParseFilterExpr(std::string_view text) {
+Result<ExprPtr> ParseFilterExpr(std::string_view text, FilterScope scope) {
   if (text.size() > kMaxFilterBytes) {
     return Status::InvalidArgument("filter longer than " + std::to_string(kMaxFilterBytes) +
                                    " bytes");
   }
   auto tokens = Lex(text);
   if (!tokens.ok()) return tokens.status();
-  Parser parser(std::move(tokens).value());
+  Parser parser(std::move(tokens).value(), scope);
   return parser.ParseAll();
 }
 
-Result<Filter> ParseFilter(std::string_view text) {
-  auto root = ParseFilterExpr(text);
+Result<Filter> ParseFilter(std::string_view text, FilterScope scope) {
+  auto root = ParseFilterExpr(text, scope);
   if (!root.ok()) return root.status();
   return Filter(std::move(root).value());
 }

@@ -13,7 +13,8 @@
 //   comparison  = operand rws cmp-op rws operand   ; one property, one literal
 //   cmp-op      = "eq" / "ne" / "gt" / "ge" / "lt" / "le"
 //   operand     = property / literal
-//   bool-term   = property / "true" / "false"
+//   bool-term   = property / "true" / "false"   ; not a property of known
+//                                               ; non-Boolean type (FilterScope)
 //   property    = identifier       ; not a keyword; case-sensitive
 //   identifier  = ( ALPHA / "_" / non-ASCII ) *( ALPHA / DIGIT / "_" / non-ASCII )
 //   literal     = string / int32 / int64 / double / "true" / "false"
@@ -39,6 +40,7 @@
 #include <string_view>
 
 #include "odata/ast.h"
+#include "odata/query.h"
 #include "storage/status.h"
 
 namespace cerulean::odata {
@@ -54,6 +56,7 @@ inline constexpr int kMaxFilterDepth = 100;
 inline constexpr size_t kMaxFilterParens = 1000;
 
 // Parses and type-checks `text` into an AST root.
-storage::Result<ExprPtr> ParseFilterExpr(std::string_view text);
+storage::Result<ExprPtr> ParseFilterExpr(std::string_view text,
+                                         FilterScope scope = FilterScope::kEntities);
 
 }  // namespace cerulean::odata

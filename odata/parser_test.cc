@@ -190,6 +190,41 @@ TEST_CASE("parser: errors carry a position") {
   }
 }
 
+// A predicate must be able to be a Boolean: the keys and Timestamp (and
+// TableName in Query Tables) never are, wherever they stand as a term.
+TEST_CASE("parser: a property of a known non-Boolean type is no predicate") {
+  const Case entity_cases[] = {
+      {"not PartitionKey", "ERROR: 'PartitionKey' is Edm.String, not a Boolean at 4"},
+      {"PartitionKey", "ERROR: 'PartitionKey' is Edm.String, not a Boolean at 0"},
+      {"not RowKey", "ERROR: 'RowKey' is Edm.String, not a Boolean at 4"},
+      {"A eq 1 and Timestamp", "ERROR: 'Timestamp' is Edm.DateTime, not a Boolean at 11"},
+      {"(RowKey) or A", "ERROR: 'RowKey' is Edm.String, not a Boolean at 1"},
+      {"not (not Timestamp)", "ERROR: 'Timestamp' is Edm.DateTime, not a Boolean at 9"},
+      // Other properties have no known type: a bare one is a Boolean test.
+      {"not TableName", "(not TableName)"},
+      {"not Flag", "(not Flag)"},
+      {"partitionkey", "partitionkey"},
+      // Comparisons of any types stay valid (query.md §3.2): no match.
+      {"PartitionKey eq 1", "(eq PartitionKey 1)"},
+      {"Timestamp eq 'x'", "(eq Timestamp 'x')"},
+      {"RowKey ne true", "(ne RowKey true)"},
+      {"Flag eq 'true'", "(eq Flag 'true')"},
+  };
+  for (const Case& c : entity_cases) {
+    CAPTURE(c.input);
+    CHECK(Sexpr(c.input) == c.expected);
+  }
+  auto table = [](std::string_view text) {
+    auto f = ParseFilter(text, FilterScope::kTables);
+    return f.ok() ? f->ToString() : "ERROR: " + f.status().message();
+  };
+  CHECK(table("not TableName") == "ERROR: 'TableName' is Edm.String, not a Boolean at 4");
+  CHECK(table("TableName eq 'a' or TableName") ==
+        "ERROR: 'TableName' is Edm.String, not a Boolean at 20");
+  CHECK(table("not PartitionKey") == "(not PartitionKey)");  // refused by Query Tables itself
+  CHECK(table("TableName ge 'a'") == "(ge TableName 'a')");
+}
+
 TEST_CASE("parser: depth and length limits") {
   // Redundant parentheses add no depth to the tree; kMaxFilterParens may be
   // open at once.

@@ -1,11 +1,15 @@
 // Planner tests: plan.ToString() per seed pattern (EXPLAIN style), plus the
 // key-set algebra underneath.
+#include "odata/planner.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "odata/key_set.h"
+#include "odata/parser.h"
 #include "odata/query.h"
 
 namespace cerulean::odata {
@@ -119,7 +123,6 @@ TEST_CASE("planner: seed patterns") {
       {"true", "ranges: (-inf .. +inf); residual: none"},
       {"PartitionKey eq 1", "ranges: none; residual: none"},
       {"PartitionKey ne 1", "ranges: (-inf .. +inf); residual: none"},
-      {"not PartitionKey", "ranges: (-inf .. +inf); residual: none"},
       // Contradictions: nothing to scan.
       {"false", "ranges: none; residual: none"},
       {"PartitionKey eq 'a' and PartitionKey eq 'b'", "ranges: none; residual: none"},
@@ -145,6 +148,111 @@ TEST_CASE("planner: seed patterns") {
   }
 }
 
+// The plans of the benchmark's filters and of the table-design patterns
+// (Azure's table design guide): the bounds on planning work must never move
+// them.
+TEST_CASE("planner: benchmark and table-design plans are pinned") {
+  const Case cases[] = {
+      // The benchmark: range-top100, chrono-newest20, filter-first-page.
+      {"PartitionKey eq 'p00000' and RowKey ge 'c042-' and RowKey lt 'c042.'",
+       "ranges: ['p00000','c042-' .. 'p00000','c042.'); residual: none"},
+      {"PartitionKey eq 'dev0003'", "ranges: ['dev0003' .. 'dev0003']; residual: none"},
+      {"Amount gt 500.0 and Active eq true",
+       "ranges: (-inf .. +inf); residual: (and (gt Amount 500.0) (eq Active true))"},
+      {"Amount gt 450.0 and Active eq true",
+       "ranges: (-inf .. +inf); residual: (and (gt Amount 450.0) (eq Active true))"},
+      // Point reads and partition scans, as query builders write them.
+      {"(PartitionKey eq 'Sales') and (RowKey eq '000123')",
+       "ranges: ['Sales','000123' .. 'Sales','000123']; residual: none"},
+      {"((PartitionKey eq 'Sales') and (RowKey ge 'a')) and (RowKey lt 'b')",
+       "ranges: ['Sales','a' .. 'Sales','b'); residual: none"},
+      {"PartitionKey eq 'Sales' and Department eq 'Sales'",
+       "ranges: ['Sales' .. 'Sales']; residual: (eq Department 'Sales')"},
+      // Chronological RowKeys (ticks, zero-padded) and the log-tail pattern.
+      {"PartitionKey eq 'dev1' and RowKey ge '0638396640000000000' and RowKey lt "
+       "'0638397504000000000'",
+       "ranges: ['dev1','0638396640000000000' .. 'dev1','0638397504000000000'); residual: none"},
+      {"PartitionKey eq '2024-01-01' and RowKey gt '0638396640000000000'",
+       "ranges: ('2024-01-01','0638396640000000000' .. '2024-01-01']; residual: none"},
+      {"PartitionKey eq 'dev1' and RowKey ge '2516000000000000000'",
+       "ranges: ['dev1','2516000000000000000' .. 'dev1']; residual: none"},
+      // Date-bucketed partitions.
+      {"PartitionKey ge '2024-01-01' and PartitionKey le '2024-01-31' and Level eq 'Error'",
+       "ranges: ['2024-01-01' .. '2024-01-31']; residual: (eq Level 'Error')"},
+      // Compound keys: prefix ranges within a partition, and a prefix of
+      // the PartitionKey.
+      {"PartitionKey eq 'Sales' and RowKey ge 'empid_' and RowKey lt 'empid`'",
+       "ranges: ['Sales','empid_' .. 'Sales','empid`'); residual: none"},
+      {"PartitionKey eq 'Sales' and RowKey ge 'email_' and RowKey lt 'email`'",
+       "ranges: ['Sales','email_' .. 'Sales','email`'); residual: none"},
+      {"PartitionKey ge 'Sales_' and PartitionKey lt 'Sales`'",
+       "ranges: ['Sales_' .. 'Sales`'); residual: none"},
+      {"PartitionKey eq 'email_jones@contoso.com'",
+       "ranges: ['email_jones@contoso.com' .. 'email_jones@contoso.com']; residual: none"},
+      // Small key lists (Contains in LINQ) and their products.
+      {"PartitionKey eq 'a' and (RowKey eq '1' or RowKey eq '2' or RowKey eq '3')",
+       "ranges: ['a','1' .. 'a','1'], ['a','2' .. 'a','2'], ['a','3' .. 'a','3']; residual: none"},
+      {"(PartitionKey eq 'a' or PartitionKey eq 'b') and (RowKey eq '1' or RowKey eq '2')",
+       "ranges: ['a','1' .. 'a','1'], ['a','2' .. 'a','2'], ['b','1' .. 'b','1'], "
+       "['b','2' .. 'b','2']; residual: none"},
+      {"(PartitionKey eq 'p1' and RowKey eq 'r1') or (PartitionKey eq 'p2' and RowKey eq 'r2')",
+       "ranges: ['p1','r1' .. 'p1','r1'], ['p2','r2' .. 'p2','r2']; residual: none"},
+      {"(PartitionKey eq 'a' or PartitionKey eq 'b') and Amount gt 5",
+       "ranges: ['a' .. 'a'], ['b' .. 'b']; residual: (gt Amount 5)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.filter);
+    CHECK(Plan(c.filter) == c.plan);
+  }
+}
+
+// Lists of a few hundred keys (Contains over ids) keep exact plans.
+TEST_CASE("planner: key lists and their small products stay exact") {
+  auto list = [](const char* property, const char* prefix, int n) {
+    std::string s = "(";
+    for (int i = 0; i < n; ++i) {
+      if (i) s += " or ";
+      s += std::string(property) + " eq '" + prefix + std::to_string(1000 + i) + "'";
+    }
+    return s + ")";
+  };
+  SUBCASE("1000 partitions") {
+    auto f = ParseFilter(list("PartitionKey", "p", 1000));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 1000);
+    CHECK(p.ranges.front().ToString() == "['p1000' .. 'p1000']");
+    CHECK(p.ranges.back().ToString() == "['p1999' .. 'p1999']");
+  }
+  SUBCASE("a partition and 1000 rows") {
+    auto f = ParseFilter("PartitionKey eq 'a' and " + list("RowKey", "r", 1000));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 1000);
+    CHECK(p.ranges.back().ToString() == "['a','r1999' .. 'a','r1999']");
+  }
+  SUBCASE("10 partitions times 10 rows") {
+    auto f = ParseFilter(list("PartitionKey", "p", 10) + " and " + list("RowKey", "r", 10));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 100);
+    CHECK(p.ranges.front().ToString() == "['p1000','r1000' .. 'p1000','r1000']");
+    CHECK(p.ranges.back().ToString() == "['p1009','r1009' .. 'p1009','r1009']");
+  }
+  SUBCASE("not of a list") {
+    auto f = ParseFilter("not " + list("PartitionKey", "p", 500));
+    REQUIRE(f.ok());
+    QueryPlan p = Compile(&*f);
+    CHECK_FALSE(p.residual);
+    REQUIRE(p.ranges.size() == 501);
+    CHECK(p.ranges.front().ToString() == "(-inf .. 'p1000')");
+    CHECK(p.ranges.back().ToString() == "('p1499' .. +inf)");
+  }
+}
+
 TEST_CASE("planner: long or-chains of keys stay exact") {
   std::string filter;
   for (int i = 999; i >= 0; --i) {
@@ -162,24 +270,120 @@ TEST_CASE("planner: long or-chains of keys stay exact") {
   CHECK(p.ranges.back().ToString() == "['p0999','r' .. 'p0999','r']");
 }
 
-TEST_CASE("planner: pathological filters give up gracefully") {
-  // (PK in 2000 values) and (RK in 2000 values) would need 4M ranges.
-  std::string pks, rks;
-  for (int i = 0; i < 2000; ++i) {
-    if (i) {
-      pks += " or ";
-      rks += " or ";
-    }
-    pks += "PartitionKey eq 'p" + std::to_string(i) + "'";
-    rks += "RowKey eq 'r" + std::to_string(i) + "'";
+std::string KeyList(const char* property, const char* prefix, int n) {
+  std::string s = "(";
+  for (int i = 0; i < n; ++i) {
+    if (i) s += " or ";
+    s += std::string(property) + " eq '" + prefix + std::to_string(i) + "'";
   }
-  auto f = ParseFilter("(" + pks + ") and (" + rks + ")");
+  return s + ")";
+}
+
+TEST_CASE("planner: a product of key lists is one range per partition") {
+  // (PK in 1000 values) and (RK in 1000 values): a million keys. The plan
+  // keeps one range per partition, the RowKey hull, and the RowKey list as
+  // the residual.
+  auto f = ParseFilter(KeyList("PartitionKey", "p", 1000) + " and " + KeyList("RowKey", "r", 1000));
   REQUIRE(f.ok());
   QueryPlan p = Compile(&*f);
-  REQUIRE(p.ranges.size() == 1);
-  CHECK(p.ranges.front() == storage::KeyRange::All());
+  REQUIRE(p.ranges.size() == 1000);
+  CHECK(p.ranges.front().ToString() == "['p0','r0' .. 'p0','r999']");
+  CHECK(p.ranges.back().ToString() == "['p999','r0' .. 'p999','r999']");
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString() == ParseFilter(KeyList("RowKey", "r", 1000))->ToString());
+
+  // With a property test too, both residual conjuncts stay.
+  f = ParseFilter(KeyList("PartitionKey", "p", 1000) + " and Amount gt 5 and " +
+                  KeyList("RowKey", "r", 1000));
+  REQUIRE(f.ok());
+  p = Compile(&*f);
+  CHECK(p.ranges.size() == 1000);
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString().starts_with("(and (gt Amount 5) (or (eq RowKey 'r0')"));
+}
+
+TEST_CASE("planner: lists too long for a map are merged into neighbouring ranges") {
+  // 3000 partitions: more than a map holds, so neighbouring partitions
+  // share a range and the list is the residual.
+  auto f = ParseFilter(KeyList("PartitionKey", "p", 3000));
+  REQUIRE(f.ok());
+  QueryPlan p = Compile(&*f);
+  CHECK(p.ranges.size() < 3000);
+  CHECK(p.ranges.size() > 100);
   REQUIRE(p.residual);
   CHECK(p.residual->ToString() == f->ToString());
+  // not of such a list: no range can be excluded for sure but the ends.
+  f = ParseFilter("not " + KeyList("PartitionKey", "p", 3000));
+  REQUIRE(f.ok());
+  p = Compile(&*f);
+  REQUIRE(p.residual);
+  CHECK(p.residual->ToString() == f->ToString());
+}
+
+// Filters up to the length limit, of the shapes that cost the planner most.
+// Their plans stay within the bounds; each subcase also serves to measure
+// the planner (odata/README.md, "Planner rules").
+TEST_CASE("planner: filters up to the size limit plan within the bounds") {
+  auto plan = [](const std::string& text) {
+    REQUIRE(text.size() <= kMaxFilterBytes);
+    auto f = ParseFilter(text);
+    REQUIRE_MESSAGE(f.ok(), f.status().message());
+    QueryPlan p = Compile(&*f);
+    CHECK(p.ranges.size() <= kPlanLimits.max_map_entries);
+    return p;
+  };
+  auto gave_up = [](const QueryPlan& p) {
+    return p.ranges.size() == 1 && p.ranges.front() == storage::KeyRange::All();
+  };
+  SUBCASE("product of two lists of 1000 keys") {
+    QueryPlan p = plan(KeyList("PartitionKey", "p", 1000) + " and " + KeyList("RowKey", "r", 1000));
+    CHECK(p.ranges.size() == 1000);
+  }
+  SUBCASE("product of two lists of 2000 keys") {
+    QueryPlan p = plan(KeyList("PartitionKey", "p", 2000) + " and " + KeyList("RowKey", "r", 2000));
+    CHECK_FALSE(gave_up(p));
+  }
+  SUBCASE("or of 2500 composite keys") {
+    std::string s;
+    for (int i = 0; i < 2500; ++i) {
+      if (i) s += " or ";
+      s += "(PartitionKey eq 'p" + std::to_string(1000 + i) + "' and RowKey eq 'r')";
+    }
+    QueryPlan p = plan(s);
+    CHECK_FALSE(gave_up(p));
+  }
+  SUBCASE("and of 2600 (PartitionKey or RowKey) pairs") {
+    std::string s;
+    for (int i = 0; i < 2600; ++i) {
+      if (i) s += " and ";
+      s += "(PartitionKey eq 'p" + std::to_string(i) + "' or RowKey eq 'r" + std::to_string(i) +
+           "')";
+    }
+    plan(s);
+  }
+  SUBCASE("or of 2600 staircase ranges") {
+    std::string s;
+    for (int i = 0; i < 2600; ++i) {
+      if (i) s += " or ";
+      s += "(PartitionKey ge 'p" + std::to_string(i) + "' and RowKey lt 'r" + std::to_string(i) +
+           "')";
+    }
+    plan(s);
+  }
+  SUBCASE("95 levels of alternating lists") {
+    std::string s = KeyList("PartitionKey", "a", 30);
+    for (int d = 0; d < 95; ++d) {
+      std::string list =
+          KeyList(d % 2 ? "PartitionKey" : "RowKey", ("x" + std::to_string(d) + "_").c_str(), 30);
+      s = "(" + s + (d % 2 ? " or " : " and ") + list + ")";
+    }
+    plan(s);
+  }
+  SUBCASE("not of a product of lists") {
+    QueryPlan p = plan("not (" + KeyList("PartitionKey", "p", 2000) + " and " +
+                       KeyList("RowKey", "r", 2000) + ")");
+    CHECK(p.residual);
+  }
 }
 
 TEST_CASE("key sets: interval algebra") {
@@ -208,25 +412,88 @@ TEST_CASE("key sets: interval algebra") {
 }
 
 TEST_CASE("key sets: maps") {
-  size_t budget = 1000;
+  MapBudget budget(1000, 100000);
+  bool widened = false;
   KeyMap a = PartitionMap(StringsWhere(CmpOp::kEq, "a"));
   KeyMap r = UniformMap(StringsWhere(CmpOp::kGe, "x"));
-  auto ar = MapAnd(a, r, &budget);
+  auto ar = MapAnd(a, r, &budget, &widened);
   REQUIRE(ar);
   CHECK(MapContains(*ar, "a", "x"));
   CHECK_FALSE(MapContains(*ar, "a", "w"));
   CHECK_FALSE(MapContains(*ar, "b", "x"));
-  auto n = MapNot(*ar, &budget);
+  auto n = MapNot(*ar, &budget, &widened);
   REQUIRE(n);
   CHECK(MapContains(*n, "a", "w"));
   CHECK(MapContains(*n, "b", "x"));
   CHECK_FALSE(MapContains(*n, "a", "x"));
-  auto all = MapOr(*ar, *n, &budget);
+  auto all = MapOr(*ar, *n, &budget, &widened);
   REQUIRE(all);
   CHECK(*all == UniformMap(AllStrings()));
-  size_t tiny = 1;
-  CHECK_FALSE(MapAnd(a, r, &tiny));
-  CHECK(tiny == 0);
+  CHECK_FALSE(widened);
+  CHECK(MapWithin(*ar, a, &budget));
+  CHECK_FALSE(MapWithin(a, *ar, &budget));
+  MapBudget tiny(1000, 1);
+  CHECK_FALSE(MapAnd(a, r, &tiny, &widened));
+  CHECK(tiny.exhausted());
+}
+
+TEST_CASE("key sets: a result too large is coarsened to a superset") {
+  // 20 partitions and 20 row keys: 400 keys, more entries than allowed.
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) names.push_back("k" + std::to_string(10 + i));
+  IntervalSet pks, rks;
+  for (const auto& n : names) {
+    pks = Union(pks, StringsWhere(CmpOp::kEq, n));
+    rks = Union(rks, StringsWhere(CmpOp::kEq, n));
+  }
+  KeyMap p = PartitionMap(pks);
+  KeyMap r = UniformMap(rks);
+  bool widened = false;
+  MapBudget budget(64, 100000);
+  auto pr = MapAnd(p, r, &budget, &widened);
+  REQUIRE(pr);
+  CHECK(widened);
+  CHECK(MapSize(*pr) <= 64);
+  // Still every key of the exact product, one row hull per partition.
+  for (const auto& pk : names) {
+    for (const auto& rk : names) CHECK(MapContains(*pr, pk, rk));
+  }
+  CHECK_FALSE(MapContains(*pr, "k09", "k10"));
+  CHECK(MapContains(*pr, "k10", "k105"));  // inside the hull, not a key
+  CHECK_FALSE(MapContains(*pr, "k10", "k30"));
+  CHECK(MapWithin(*pr, p, &budget));
+  CHECK_FALSE(MapWithin(*pr, r, &budget));
+
+  // Too many partitions even for hulls: neighbouring partitions merge.
+  KeyMap small = Coarsen(p, 16);
+  CHECK(MapSize(small) <= 16);
+  for (const auto& pk : names) CHECK(MapContains(small, pk, "any"));
+  CHECK_FALSE(MapContains(small, "a", "any"));
+  CHECK_FALSE(MapContains(small, "z", "any"));
+  bool lossy = false;
+  RangeHull(small, &lossy);
+  CHECK_FALSE(lossy);  // whole partitions: still key ranges
+}
+
+TEST_CASE("key sets: range hulls") {
+  bool widened = false;
+  // PartitionKey in ['a','c'] with RowKey >= 'x': the first partition keeps
+  // its bound, the rest is whole.
+  KeyMap m = PartitionMap(Intersect(StringsWhere(CmpOp::kGe, "a"), StringsWhere(CmpOp::kLe, "c")));
+  MapBudget budget(1000, 100000);
+  auto mr = MapAnd(m, UniformMap(StringsWhere(CmpOp::kGe, "x")), &budget, &widened);
+  REQUIRE(mr);
+  KeyMap hull = RangeHull(*mr, &widened);
+  CHECK(widened);
+  CHECK(MapWithin(*mr, hull, &budget));
+  CHECK(MapContains(hull, "a", "x"));
+  CHECK_FALSE(MapContains(hull, "a", "w"));
+  CHECK(MapContains(hull, "b", "w"));
+  CHECK(MapContains(hull, "c", "w"));
+  CHECK_FALSE(MapContains(hull, "d", "x"));
+  bool exact = false;
+  CHECK(MapToRanges(hull, &exact).size() == 1);
+  CHECK(exact);
 }
 
 }  // namespace

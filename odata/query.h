@@ -5,6 +5,8 @@
 // across threads.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,14 +32,26 @@ class Filter {
   std::shared_ptr<const Expr> root_;
 };
 
+// An upper bound of the nodes Matches visits to evaluate `filter` on one row
+// (an equality list, Expr::eq_strings, counts one per halving): what a row
+// costs, so that a scan can bound the work of a page.
+size_t EvaluationCost(const Filter& filter);
+
 // Names of the properties `filter` refers to, sorted, without duplicates
 // (Query Tables rejects filters on anything but TableName).
 std::vector<std::string> ReferencedProperties(const Filter& filter);
 
+// What a filter is evaluated on. It decides which properties have a known
+// type: for entities PartitionKey and RowKey (Edm.String) and Timestamp
+// (Edm.DateTime), for Query Tables TableName (Edm.String). Such a property
+// is never a Boolean, so used as a predicate it is an error.
+enum class FilterScope : uint8_t { kEntities, kTables };
+
 // Parses a $filter expression. Errors are kInvalidArgument with a message
 // that says where, e.g. "expected ')' at 23". Never throws, bounded work for
 // any input (depth and length limits).
-storage::Result<Filter> ParseFilter(std::string_view text);
+storage::Result<Filter> ParseFilter(std::string_view text,
+                                    FilterScope scope = FilterScope::kEntities);
 
 // True iff `entity` matches the filter (Azure semantics: type-strict
 // comparisons, missing properties match nothing, PartitionKey/RowKey/Timestamp

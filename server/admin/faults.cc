@@ -25,6 +25,12 @@ double NextUnit(uint64_t* state) {
   return static_cast<double>(NextRandom(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// The longest delay a rule may ask for: ten minutes.
+constexpr uint64_t kMaxDelayMs = 600'000;
+// Counts and seeds: the integers every JSON client reads and writes exactly
+// (2^53 - 1), so that a rule lists back as it was set.
+constexpr uint64_t kMaxJsonInteger = (uint64_t{1} << 53) - 1;
+
 // The access log calls a $batch "Batch"; rules may use either.
 std::string CanonicalOperation(std::string op) { return op == "$batch" ? "Batch" : op; }
 
@@ -53,22 +59,28 @@ std::optional<std::string> ParseRule(const json& j, const std::string& default_a
     *out = j[name].get<std::string>();
     return std::nullopt;
   };
-  auto number = [&](const char* name, uint64_t* out) -> std::optional<std::string> {
+  // An integer in [min, max]: a value outside is refused, never truncated.
+  auto number = [&](const char* name, uint64_t min, uint64_t max,
+                    uint64_t* out) -> std::optional<std::string> {
     if (!j.contains(name)) return std::nullopt;
-    if (!j[name].is_number_unsigned()) {
-      return std::string("'") + name + "' must be a non-negative integer";
+    const json& v = j[name];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max) {
+      return std::string("'") + name + "' must be an integer from " + std::to_string(min) + " to " +
+             std::to_string(max);
     }
-    *out = j[name].get<uint64_t>();
+    *out = v.get<uint64_t>();
     return std::nullopt;
   };
   rule->account = default_account;
   std::string drop, code;
   uint64_t status = 0, delay_ms = 0;
-  for (auto err :
-       {text("account", &rule->account), text("operation", &rule->operation),
-        text("table", &rule->table), text("message", &rule->message), text("drop", &drop),
-        text("code", &code), number("status", &status), number("delayMs", &delay_ms),
-        number("count", &rule->count), number("skip", &rule->skip), number("seed", &rule->seed)}) {
+  for (auto err : {text("account", &rule->account), text("operation", &rule->operation),
+                   text("table", &rule->table), text("message", &rule->message),
+                   text("drop", &drop), text("code", &code), number("status", 400, 599, &status),
+                   number("delayMs", 0, kMaxDelayMs, &delay_ms),
+                   number("count", 0, kMaxJsonInteger, &rule->count),
+                   number("skip", 0, kMaxJsonInteger, &rule->skip),
+                   number("seed", 0, kMaxJsonInteger, &rule->seed)}) {
     if (err) return err;
   }
   if (only_account && rule->account != default_account) {
@@ -91,10 +103,6 @@ std::optional<std::string> ParseRule(const json& j, const std::string& default_a
       return "'probability' must be between 0 and 1";
     }
   }
-  if (status != 0 && (status < 400 || status > 599)) {
-    return "'status' must be an error status, 400 to 599";
-  }
-  if (delay_ms > 600'000) return "'delayMs' must be at most 600000";
   rule->delay = std::chrono::milliseconds(delay_ms);
   if (!drop.empty() && (status != 0 || !code.empty())) {
     return "a rule either answers with an error or drops the connection";

@@ -88,6 +88,35 @@ TEST_CASE("faults: a set holds at most kMaxFaultRules rules; Memory counts them"
   CHECK(injector.Memory().bytes == 0);
 }
 
+TEST_CASE("faults: every numeric field is range-checked, never truncated") {
+  // 4294967799 is 503 modulo 2^32.
+  CHECK(ParseError(R"({"rules":[{"status":4294967799,"code":"ServerBusy"}]})") ==
+        "rule 0: 'status' must be an integer from 400 to 599");
+  CHECK(ParseError(R"({"rules":[{"status":18446744073709551615,"code":"ServerBusy"}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"status":200,"code":"ServerBusy"}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"status":503.0,"code":"ServerBusy"}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"status":-503,"code":"ServerBusy"}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"delayMs":600001}]})") ==
+        "rule 0: 'delayMs' must be an integer from 0 to 600000");
+  CHECK(ParseError(R"({"rules":[{"delayMs":1e3}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"delayMs":18446744073709551616}]})") != "");
+  for (const char* field : {"count", "skip", "seed"}) {
+    CAPTURE(field);
+    std::string rule = std::string(R"({"rules":[{"delayMs":1,")") + field;
+    CHECK(ParseError(rule + R"(":9007199254740992}]})") ==
+          std::string("rule 0: '") + field + "' must be an integer from 0 to 9007199254740991");
+    CHECK(ParseError(rule + R"(":-1}]})") != "");
+    CHECK(ParseError(rule + R"(":1.5}]})") != "");
+    CHECK(ParseError(rule + R"(":"2"}]})") != "");
+    CHECK(ParseError(rule + R"(":9007199254740991}]})") == "");
+  }
+  CHECK(ParseError(R"({"rules":[{"delayMs":1,"probability":-0.1}]})") != "");
+  CHECK(ParseError(R"({"rules":[{"delayMs":1,"probability":"0.5"}]})") != "");
+  // The bounds themselves are valid.
+  CHECK(ParseError(R"({"rules":[{"status":503,"code":"ServerBusy","delayMs":600000,"count":0,)"
+                   R"("skip":0,"probability":0,"seed":0}]})") == "");
+}
+
 TEST_CASE("faults: matching on account, operation, table (any case) and PartitionKey") {
   auto rules = Parse(R"({"rules":[{"operation":"GetEntity","table":"Orders","partitionKey":"p",
                                    "code":"InternalError"}]})");

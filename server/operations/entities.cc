@@ -1,5 +1,6 @@
 // Entity operations: Query Entities, Get Entity, Insert, Update, Merge,
 // Delete and the upserts.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -20,18 +21,29 @@ namespace cerulean::server {
 namespace {
 
 // Rows a page may examine before it is cut short with a continuation
-// (query.md §6.1: bounds the work of a filter that matches little).
+// (query.md §6.1: bounds the work of a filter that matches little), and the
+// residual filter's nodes it may evaluate over them (odata::EvaluationCost):
+// a residual of more than 32 nodes gets fewer rows, at least
+// kMinExaminedPerPage.
 constexpr size_t kMaxExaminedPerPage = 200'000;
+constexpr size_t kResidualNodesPerPage = kMaxExaminedPerPage * 32;
+constexpr size_t kMinExaminedPerPage = 1'000;
 
-// A page the thread that read the request renders itself (QueryEntities):
-// key ranges only, so every row read is written, at most this many rows and
-// bytes of JSON (a 100-row page of ~600-byte entities takes ~0.1 ms, a
-// 1 MiB one a few ms). Longer pages go to the blocking pool, where they
-// share the core with the I/O thread instead of holding up its other
-// connections. Handing a page to the pool and back costs two context
-// switches (server/README.md, "Threads").
+// What the thread that read a Query Entities request may do itself (the
+// rest goes to the blocking pool, where it shares the core with the I/O
+// thread instead of holding up its other connections; a hand-off there and
+// back costs two context switches, server/README.md "Threads"):
+// - parse and plan a $filter of at most kInlinePlanFilterBytes (parsing and
+//   planning cost in proportion to the filter; a 512-byte one at most
+//   ~200k instructions);
+// - render a page of key ranges only (every row read is written) with at
+//   most kInlineQueryRanges ranges (a seek each) and $top at most
+//   kInlineQueryRows, giving up once its JSON passes kInlineQueryBytes (the
+//   benchmark's 100-row range pages are ~50 KB).
+constexpr size_t kInlinePlanFilterBytes = 512;
+constexpr size_t kInlineQueryRanges = 16;
 constexpr size_t kInlineQueryRows = 100;
-constexpr size_t kInlineQueryBytes = size_t{1} << 20;
+constexpr size_t kInlineQueryBytes = 128 * 1024;
 
 bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
   bool bad = false;
@@ -283,6 +295,16 @@ std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
 
 namespace {
 
+// True iff every key of `range` is below `key`.
+bool EndsBefore(const storage::KeyRange& range, const storage::EntityKey& key) {
+  if (!range.upper) return false;
+  const storage::KeyBound& u = *range.upper;
+  int c = storage::CompareOrdinal(u.partition_key, key.partition_key);
+  if (!u.row_key) return u.inclusive ? c < 0 : c <= 0;  // all of partition u, or up to it
+  if (c == 0) c = storage::CompareOrdinal(*u.row_key, key.row_key);
+  return u.inclusive ? c < 0 : c <= 0;
+}
+
 // A Query Entities request parsed and planned (PlanQuery), ready to render
 // on whichever thread finishes it (RenderQueryPage).
 struct PlannedQuery {
@@ -318,8 +340,18 @@ std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& r
   if (opts.top == 0) scan.ranges.clear();
   scan.limit = opts.top;
   scan.max_examined = kMaxExaminedPerPage;
+  if (plan.residual) {
+    const size_t cost = std::max<size_t>(odata::EvaluationCost(*plan.residual), 1);
+    scan.max_examined =
+        std::clamp(kResidualNodesPerPage / cost, kMinExaminedPerPage, kMaxExaminedPerPage);
+  }
   if (opts.next_partition_key) {
     scan.start = storage::EntityKey{*opts.next_partition_key, opts.next_row_key.value_or("")};
+    // A continuation needs no seek into the ranges it has passed.
+    auto first = std::partition_point(
+        scan.ranges.begin(), scan.ranges.end(),
+        [&start = *scan.start](const storage::KeyRange& r) { return EndsBefore(r, start); });
+    scan.ranges.erase(scan.ranges.begin(), first);
   }
   const AuthGrant& grant = req.grant;
   std::shared_ptr<const odata::Filter> residual = plan.residual;
@@ -349,8 +381,8 @@ std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& r
 
 // The page of planned query `q`. With `inline_only`, nullopt instead when
 // the page is not short enough to render on the thread that read the
-// request (kInlineQueryRows, kInlineQueryBytes); `q` may then be rendered
-// again without it.
+// request (kInlineQueryRanges, kInlineQueryRows, kInlineQueryBytes); `q` may
+// then be rendered again without it.
 std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& req, PlannedQuery& q,
                                             bool inline_only) {
   if (inline_only && req.atom) return std::nullopt;
@@ -387,7 +419,10 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     } else {
       // Without a predicate every row read is written: the page's work is
       // bounded by $top.
-      if (inline_only && (scan.predicate || scan.limit > kInlineQueryRows)) return std::nullopt;
+      if (inline_only && (scan.predicate || scan.limit > kInlineQueryRows ||
+                          scan.ranges.size() > kInlineQueryRanges)) {
+        return std::nullopt;
+      }
       scan.point_reader = inline_only;
       storage::Status s = StreamEntityFeedJson(
           ctx, q.in, scan, &body, &next, inline_only ? kInlineQueryBytes : SIZE_MAX, &returned);
@@ -422,6 +457,15 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
 }  // namespace
 
 OperationResult QueryEntities(const ServerContext& ctx, Request& req) {
+  if (req.query.Get("$filter").value_or("").size() > kInlinePlanFilterBytes) {
+    // Parsed and planned where the page is rendered.
+    return PendingRead{[](const ServerContext& ctx, Request& req) {
+      if (ctx.metrics != nullptr) ctx.metrics->RecordQuery(false);
+      PlannedQuery q;
+      if (auto err = PlanQuery(ctx, req, &q)) return std::move(*err);
+      return *RenderQueryPage(ctx, req, q, false);
+    }};
+  }
   PlannedQuery q;
   if (auto err = PlanQuery(ctx, req, &q)) return std::move(*err);
   if (auto res = RenderQueryPage(ctx, req, q, true)) {

@@ -53,7 +53,10 @@ std::optional<ErrorReply> ParseQueryOptions(const ServerContext& ctx, const Requ
     if (!ctx.options.loose) return invalid;  // $orderby, $skip, $expand, ...
   }
   if (auto f = req.query.Get("$filter"); f && !Trim(*f).empty()) {
-    auto parsed = odata::ParseFilter(*f);
+    // Query Tables filters tables (TableName), the others entities.
+    auto parsed =
+        odata::ParseFilter(*f, req.op == Operation::kQueryTables ? odata::FilterScope::kTables
+                                                                 : odata::FilterScope::kEntities);
     if (!parsed.ok()) return ErrorReply(AzureError::kInvalidInput, parsed.status().message());
     out->filter = std::make_shared<const odata::Filter>(std::move(parsed).value());
   }

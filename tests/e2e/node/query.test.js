@@ -107,6 +107,20 @@ describe('typed comparisons (query.md §3)', () => {
     assert.deepEqual(await rows("RowKey eq 'str' or RowKey eq 'i32' and V eq 6"), ['str']);
     assert.deepEqual(await rows("not RowKey eq 'str' and RowKey ge 's'"), ['zero']);
   });
+
+  // PartitionKey and RowKey are Edm.String and Timestamp Edm.DateTime:
+  // never a Boolean, so never an operand of not / and / or or a whole filter.
+  for (const f of ['not PartitionKey', 'PartitionKey', 'not RowKey', "RowKey and V eq 5", 'V eq 5 or not Timestamp', '(RowKey)']) {
+    test(`a key or Timestamp as a predicate: ${f} -> 400 InvalidInput`, async () => {
+      assertError(await call({ path: `/${t}()?$filter=${encodeURIComponent(f)}` }), 400, 'InvalidInput');
+    });
+  }
+
+  test('comparisons of keys and Timestamp with other literal types stay valid: no match', async () => {
+    assert.deepEqual(await rows('PartitionKey eq 5'), []);
+    assert.deepEqual(await rows("Timestamp eq 'x'"), []);
+    assert.equal((await rows('RowKey ne true')).length, 9);
+  });
 });
 
 describe('literal forms (query.md §2.1)', () => {
@@ -241,6 +255,12 @@ describe('Query Tables', () => {
 
   test('filter on another property than TableName -> 400 InvalidInput', async () => {
     assertError(await call({ path: `/Tables?$filter=${encodeURIComponent("Foo eq 'x'")}` }), 400, 'InvalidInput');
+  });
+
+  test('TableName (Edm.String) as a predicate -> 400 InvalidInput', async () => {
+    for (const f of ['not TableName', "TableName eq 'a' or TableName"]) {
+      assertError(await call({ path: `/Tables?$filter=${encodeURIComponent(f)}` }), 400, 'InvalidInput');
+    }
   });
 
   test('more than 1000 tables: first page exactly 1000, then the rest', async () => {

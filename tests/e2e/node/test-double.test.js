@@ -191,6 +191,23 @@ describe('fault injection', () => {
     assert.deepEqual(await faults(), []);
   });
 
+  test('/_faults refuses numeric fields out of range instead of truncating them', async () => {
+    for (const [rule, field] of [
+      [{ status: 4294967799, code: 'ServerBusy' }, 'status'], // 503 modulo 2^32
+      [{ status: 200, code: 'ServerBusy' }, 'status'],
+      [{ delayMs: 1e12 }, 'delayMs'],
+      [{ delayMs: 1, count: 2 ** 53 }, 'count'],
+      [{ delayMs: 1, skip: -1 }, 'skip'],
+      [{ delayMs: 1, probability: 1.5, seed: 1 }, 'probability'],
+      [{ delayMs: 1, probability: 0.5, seed: 2.5 }, 'seed'],
+    ]) {
+      const bad = await admin('PUT', `/_faults/${server.account}`, { rules: [{ operation: 'InsertEntity', ...rule }] });
+      assertError(bad, 400, 'InvalidInput');
+      assert.match(bad.json['odata.error'].message.value, new RegExp(`'${field}'`));
+    }
+    assert.deepEqual(await faults(), []);
+  });
+
   test('--faults FILE at start-up; faults are counted in /_metrics and marked in the access log', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'faults.json');
