@@ -211,15 +211,19 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
   }
   if (auto err = Authorize(req, route->op, op.path.table)) return ErrorResponse(req, *err);
   std::vector<BatchSubResponse> subs;
-  auto entity =
-      ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
-  if (!entity.ok() || !req.grant.InRange(op.path.partition_key, op.path.row_key)) {
-    ErrorReply e =
-        entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
-    // A retrieve's error carries no index prefix.
+  // A retrieve's error carries no index prefix.
+  auto error_answer = [&](const ErrorReply& e) {
     subs.push_back(ErrorSub(e, OperationErrorForm(req, &op, std::nullopt), &part));
     return MultipartResponse(req, subs, false);
+  };
+  // Outside the SAS key range the entity does not exist for the caller, as
+  // for Get Entity: the store is not asked.
+  if (!req.grant.InRange(op.path.partition_key, op.path.row_key)) {
+    return error_answer(ErrorReply(AzureError::kResourceNotFound));
   }
+  auto entity =
+      ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
+  if (!entity.ok()) return error_answer(FromStatus(entity.status()));
   BatchSubResponse sub;
   sub.status = 200;
   sub.content_id = part.content_id;

@@ -319,17 +319,21 @@ std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& r
   if (opts.next_partition_key) {
     scan.start = storage::EntityKey{*opts.next_partition_key, opts.next_row_key.value_or("")};
   }
-  const AuthGrant& grant = req.grant;
+  if (req.grant.HasRange()) {
+    // The scan reads the keys inside the SAS key range only: no row outside
+    // it is examined, counted in the plan header, or named by a
+    // continuation.
+    const storage::KeyRange granted = req.grant.Range();
+    std::vector<storage::KeyRange> clipped;
+    for (const storage::KeyRange& range : scan.ranges) {
+      if (auto inside = storage::Intersect(range, granted)) clipped.push_back(std::move(*inside));
+    }
+    scan.ranges = std::move(clipped);
+    if (q->report) q->reported_plan->ranges = scan.ranges;
+  }
   std::shared_ptr<const odata::Filter> residual = plan.residual;
   q->residual = residual != nullptr;
-  if (grant.HasRange()) {
-    // REQUIRES: the request outlives the scan (a page rendered ahead has no
-    // grant range: RenderQueryPage).
-    scan.predicate = [residual, &grant](const storage::Entity& e) {
-      if (!grant.InRange(e.partition_key, e.row_key)) return false;
-      return !residual || odata::Matches(*residual, e);
-    };
-  } else if (residual) {
+  if (residual) {
     // Owns all it uses: a page rendered ahead runs it after the request.
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
@@ -370,9 +374,9 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // most $top rows. With a residual filter the next page may examine up to
     // kMaxExaminedPerPage rows, often for a client that wanted only the
     // first page (a single client reading first pages loses ~10 % of its
-    // rate to the rendering ahead). Nor with a SAS key range, whose
-    // predicate is the grant's, not the query's. Nor when the plan is
-    // reported: a page rendered ahead was not counted.
+    // rate to the rendering ahead). Nor with a SAS key range, which the
+    // page's key does not hold. Nor when the plan is reported: a page
+    // rendered ahead was not counted.
     const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr &&
                           !q.residual && !req.grant.HasRange() && !q.report;
     const std::string_view filter = req.query.Get("$filter").value_or("");
@@ -438,8 +442,11 @@ OperationResult QueryEntities(const ServerContext& ctx, Request& req) {
 HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  // Outside the SAS key range the entity does not exist for the caller,
+  // whether or not it does in the table (auth.md §3.4): the store is not
+  // asked.
   if (!req.grant.InRange(req.path.partition_key, req.path.row_key)) {
-    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+    return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
   }
   if (!req.atom && !opts.select) {
     // JSON of every property: written from the stored row as it is read,

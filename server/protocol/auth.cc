@@ -85,6 +85,13 @@ bool AuthGrant::InRange(const std::string& pk, const std::string& rk) const {
   return true;
 }
 
+storage::KeyRange AuthGrant::Range() const {
+  storage::KeyRange range;
+  if (spk) range.lower = storage::KeyBound{*spk, srk, true};
+  if (epk) range.upper = storage::KeyBound{*epk, erk, true};
+  return range;
+}
+
 std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
                                   std::string_view content_type, std::string_view date,
                                   std::string_view canonical_resource) {
@@ -353,8 +360,14 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   std::string sp = Param(*req, "sp"), st = Param(*req, "st"), se = Param(*req, "se"),
               sip = Param(*req, "sip"), spr = Param(*req, "spr");
   std::string tn = Param(*req, "tn"), si = Param(*req, "si");
-  std::string spk = Param(*req, "spk"), srk = Param(*req, "srk"), epk = Param(*req, "epk"),
-              erk = Param(*req, "erk");
+  // A RowKey bound is refused without its PartitionKey bound, before the
+  // signature is checked, as Azure refuses it (auth.md §3.1).
+  const auto spk_field = req->query.Get("spk"), srk_field = req->query.Get("srk"),
+             epk_field = req->query.Get("epk"), erk_field = req->query.Get("erk");
+  if (srk_field && !spk_field) return AuthFailed("spk is required when srk is given.");
+  if (erk_field && !epk_field) return AuthFailed("epk is required when erk is given.");
+  std::string spk(spk_field.value_or("")), srk(srk_field.value_or("")), epk(epk_field.value_or("")),
+      erk(erk_field.value_or(""));
   std::string sts;
   if (sv >= "2015-04-05") {
     sts = sp + "\n" + st + "\n" + se + "\n/table/" + req->account + "/" + ToLower(tn) + "\n" + si +
@@ -392,10 +405,10 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   g.kind = AuthGrant::Kind::kServiceSas;
   g.permissions = sp;
   g.table = ToLower(tn);
-  if (!spk.empty()) g.spk = spk;
-  if (!srk.empty()) g.srk = srk;
-  if (!epk.empty()) g.epk = epk;
-  if (!erk.empty()) g.erk = erk;
+  if (spk_field) g.spk = std::move(spk);
+  if (srk_field) g.srk = std::move(srk);
+  if (epk_field) g.epk = std::move(epk);
+  if (erk_field) g.erk = std::move(erk);
   return std::nullopt;
 }
 

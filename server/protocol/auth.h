@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/protocol/azure_error.h"
+#include "storage/key_range.h"
 
 namespace cerulean::server {
 
@@ -50,10 +51,15 @@ struct AuthGrant {
   std::string permissions;     // sp (SAS)
   std::string resource_types;  // srt (account SAS)
   std::string table;           // tn (service SAS), lower case
+  // The service SAS key range, each bound set iff its field was given
+  // (srk only with spk, erk only with epk).
   std::optional<std::string> spk, srk, epk, erk;
   // True iff (pk, rk) is inside the SAS key range (always for non-SAS).
   bool InRange(const std::string& pk, const std::string& rk) const;
   bool HasRange() const { return spk || epk; }
+  // The SAS key range as one interval of the (PartitionKey, RowKey) order:
+  // Range().Contains(pk, rk) == InRange(pk, rk).
+  storage::KeyRange Range() const;
 };
 
 struct Request;
