@@ -1,7 +1,8 @@
 // Access control without side channels, through the router's entry point
 // over an in-memory store: SAS key ranges (a RowKey bound needs its
 // PartitionKey bound; a read outside the range finds nothing, a write is
-// refused; a query reads only inside it).
+// refused; a query reads only inside it), and $batch answers that do not
+// depend on whether an unreachable table exists.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -212,6 +213,39 @@ TEST_CASE("a query under a SAS key range reads inside it only: plan counts, cont
   REQUIRE(res.result_int() == 200);
   CHECK(res.body().find(R"("value":[])") != std::string::npos);
   CHECK(HeaderOf(res, kQueryPlanHeader).find(R"("ranges":[],)") != std::string::npos);
+}
+
+TEST_CASE("$batch to a table the SAS does not reach: 403 whether the table exists or not") {
+  AccessServer s;
+  REQUIRE(s.Send(http::verb::post, "/devstoreaccount1/Tables", R"({"TableName":"other"})")
+              .result_int() == 201);
+  SasFields items;
+  auto batch = [&](const SasFields& f, const std::string& table, const std::string& body) {
+    HttpResponse res = s.WithSas(http::verb::post, "/devstoreaccount1/$batch", f,
+                                 BatchBody({{"POST", table, body}}), kBatchHeaders);
+    CHECK(res.result_int() == 202);
+    return Normalized(res.body());
+  };
+  for (const std::string body :
+       {R"({"PartitionKey":"p","RowKey":"r"})", R"({"PartitionKey":"p"})"}) {
+    CAPTURE(body);
+    const std::string existing = batch(items, "other", body);
+    CHECK(existing.find("HTTP/1.1 403 Forbidden\r\n") != std::string::npos);
+    CHECK(existing.find(R"("code":"AuthorizationFailure")") != std::string::npos);
+    CHECK(batch(items, "nothere", body) == existing);
+  }
+  // Refused by its permissions, a change set is refused whether its table
+  // exists or not, as a single request is.
+  SasFields read_only;
+  read_only.sp = "r";
+  read_only.tn = "nothere";
+  const std::string refused = batch(read_only, "nothere", R"({"PartitionKey":"p","RowKey":"r"})");
+  CHECK(refused.find(R"("code":"AuthorizationPermissionMismatch")") != std::string::npos);
+  // With a grant for the table, a missing table is still reported as such.
+  SasFields nothere;
+  nothere.tn = "nothere";
+  CHECK(batch(nothere, "nothere", R"({"PartitionKey":"p"})").find(R"("code":"TableNotFound")") !=
+        std::string::npos);
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ struct ChangeSet {
 struct BatchFailure {
   size_t index = 0;
   ErrorReply error;
+  // Refused by the credentials: answered as is, whether the table exists or
+  // not (as a single request is authorized before its table is looked up).
+  bool authorization = false;
 };
 
 // True iff the (percent-encoded) path segment `segment` names `account` or
@@ -422,9 +425,9 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
     } else if (e.partition_key != ops[0].write.entity.partition_key) {
       failure = BatchFailure{i, ErrorReply(AzureError::kCommandsInBatchActOnDifferentPartitions)};
     } else if (auto err = Authorize(req, op.op, op.path.table)) {
-      failure = BatchFailure{i, *err};
+      failure = BatchFailure{i, *err, true};
     } else if (!req.grant.InRange(e.partition_key, e.row_key)) {
-      failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure)};
+      failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure), true};
     } else if (!row_keys.Insert(e.row_key)) {
       failure = BatchFailure{i, ErrorReply(AzureError::kInvalidDuplicateRow)};
     }
@@ -438,13 +441,23 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
       static_cast<void>(ParseChangesetPart(req, parts[0], &ops[0], &first));
     }
     const BatchOp* op = i < ops.size() ? &ops[i] : nullptr;
-    // An operation may be invalid in a table that does not exist: the table
-    // error wins, as for single operations.
-    auto table = ctx.store->GetTable(req.account, ops[0].path.table);
-    if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
-      failure = BatchFailure{0, ErrorReply(AzureError::kTableNotFound)};
+    if (!failure->authorization && !req.grant.ReachesTable(ops[0].path.table)) {
+      // Whether a table the credentials do not reach exists is not the
+      // caller's to learn: its change set is refused whatever its table and
+      // body, as a single request to it would be.
+      failure = BatchFailure{0, ErrorReply(AzureError::kAuthorizationFailure), true};
       i = 0;
       op = &ops[0];
+    }
+    if (!failure->authorization) {
+      // An operation may be invalid in a table that does not exist: the
+      // table error wins, as for single operations.
+      auto table = ctx.store->GetTable(req.account, ops[0].path.table);
+      if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
+        failure = BatchFailure{0, ErrorReply(AzureError::kTableNotFound)};
+        i = 0;
+        op = &ops[0];
+      }
     }
     return MultipartResponse(req,
                              {ErrorSub(failure->error, OperationErrorForm(req, op, failure->index),

@@ -92,6 +92,17 @@ storage::KeyRange AuthGrant::Range() const {
   return range;
 }
 
+bool AuthGrant::ReachesTable(std::string_view name) const {
+  switch (kind) {
+    case Kind::kServiceSas:
+      return IEquals(name, table);
+    case Kind::kAccountSas:
+      return resource_types.find('o') != std::string::npos;
+    default:
+      return true;
+  }
+}
+
 std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
                                   std::string_view content_type, std::string_view date,
                                   std::string_view canonical_resource) {

@@ -60,6 +60,11 @@ struct AuthGrant {
   // The SAS key range as one interval of the (PartitionKey, RowKey) order:
   // Range().Contains(pk, rk) == InRange(pk, rk).
   storage::KeyRange Range() const;
+  // True iff the credentials reach the entities of `table`: any but a
+  // service SAS for another table, or an account SAS without entities
+  // (srt without 'o'). Whether such a table exists is not the caller's to
+  // learn.
+  bool ReachesTable(std::string_view table) const;
 };
 
 struct Request;

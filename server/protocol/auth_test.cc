@@ -92,6 +92,20 @@ TEST_CASE("SAS key range as one interval: Range().Contains agrees with InRange")
   }
 }
 
+TEST_CASE("what a grant reaches: tables") {
+  AuthGrant g;
+  CHECK(g.ReachesTable("anything"));
+  g.kind = AuthGrant::Kind::kServiceSas;
+  g.table = "orders";
+  CHECK(g.ReachesTable("Orders"));
+  CHECK_FALSE(g.ReachesTable("others"));
+  g.kind = AuthGrant::Kind::kAccountSas;
+  g.resource_types = "sc";
+  CHECK_FALSE(g.ReachesTable("orders"));
+  g.resource_types = "sco";
+  CHECK(g.ReachesTable("orders"));
+}
+
 TEST_CASE("ACL XML round trip and limits") {
   std::vector<AccessPolicy> policies;
   REQUIRE_FALSE(ParseAclXml(R"(<?xml version="1.0" encoding="utf-8"?>

@@ -2,7 +2,8 @@
 // Access control without side channels, against the real binary with
 // @azure/data-tables and raw HTTP: a SAS key range (a RowKey bound needs its
 // PartitionKey bound; a read outside the range finds nothing, directly and in
-// $batch; a query and its plan header see nothing outside it).
+// $batch; a query and its plan header see nothing outside it), and $batch
+// answers that do not reveal whether a table exists.
 
 const { test, describe, before } = require('node:test');
 const assert = require('node:assert/strict');
@@ -126,5 +127,27 @@ describe('SAS key ranges', () => {
     plan = JSON.parse(res.headers['x-cerulean-query-plan']);
     assert.equal(plan.examined, 1);
     assert.equal(plan.more, false);
+  });
+});
+
+describe('$batch and table existence', () => {
+  test('a change set for a table the SAS does not reach -> 403, whether that table exists or not', async () => {
+    const mine = tableClient(uniqueTableName('mine'));
+    await mine.createTable();
+    const other = tableClient(uniqueTableName('other'));
+    await other.createTable();
+    const sas = sasOf(mine.tableName);
+    for (const body of [{ PartitionKey: 'p', RowKey: 'r' }, { PartitionKey: 'p' }]) {
+      const existing = await batch(sas, [{ method: 'POST', url: other.tableName, body }]);
+      assert.match(existing, /HTTP\/1\.1 403 Forbidden\r\n/);
+      assert.match(existing, /"code":"AuthorizationFailure"/);
+      const absent = await batch(sas, [{ method: 'POST', url: uniqueTableName('absent'), body }]);
+      assert.equal(absent, existing);
+    }
+    // Through the SDK: the same error for both.
+    for (const name of [other.tableName, uniqueTableName('absent')]) {
+      const client = tableClient(name, new AzureSASCredential(sas));
+      await rejectsWith(client.submitTransaction([['create', { partitionKey: 'p', rowKey: 'r' }]]), 403, 'AuthorizationFailure');
+    }
   });
 });

@@ -158,6 +158,16 @@ class TableSasTest(SasTestBase):
         client = self.sas_table(self.table_sas("r", start_pk="b", start_rk="2", end_pk="b"))
         self.assertEqual([e["RowKey"] for e in client.list_entities()], ["5"])
 
+    def test_transaction_to_another_table_does_not_reveal_whether_it_exists(self):
+        other = self.new_table("other")
+        sas = self.table_sas("raud")
+        for name in (other.table_name, unique_name("absent")):
+            client = self.sas_table(sas, name=name)
+            with self.assertRaises(HttpResponseError) as ctx:
+                client.submit_transaction([("create", {"PartitionKey": "b", "RowKey": "9"})])
+            self.assertEqual(ctx.exception.status_code, 403, name)
+            self.assertEqual(error_code(ctx.exception), "AuthorizationFailure")
+
     def test_transaction_checks_each_operation(self):
         client = self.sas_table(self.table_sas("a"))
         client.submit_transaction([("create", {"PartitionKey": "b", "RowKey": "2"}),
