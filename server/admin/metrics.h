@@ -9,6 +9,8 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace cerulean::storage {
 class Store;
@@ -28,11 +30,13 @@ class Metrics {
   }
   // Prometheus exposition text of everything recorded so far.
   std::string Render() const;
-  // Gauges of what `store` holds: tables and entities per account, bytes on
-  // disk. Counting entities reads every row, so the figures are recomputed
-  // at most every kUsageMaxAge and shared by the scrapes in between. Then
-  // the store's own figures (Store::Gauges), current.
-  std::string RenderUsage(storage::Store& store);
+  // Gauges of what `store` holds: tables and entities per account (of
+  // every account if `all_accounts`, else of `account` only, of none when it
+  // is empty), bytes on disk. Counting entities reads every row, so the
+  // figures are recomputed at most every kUsageMaxAge and shared by the
+  // scrapes in between. Then the store's own figures (Store::Gauges),
+  // current.
+  std::string RenderUsage(storage::Store& store, bool all_accounts, std::string_view account);
 
   static constexpr std::chrono::seconds kUsageMaxAge{10};
 
@@ -51,8 +55,15 @@ class Metrics {
   std::atomic<uint64_t> count_{0};
   std::array<std::atomic<uint64_t>, 2> queries_{};  // [deferred, inline]
 
-  std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
-  std::string usage_text_;  // guarded by usage_mu_
+  struct AccountCounts {
+    std::string account;
+    uint64_t tables = 0;
+    uint64_t entities = 0;
+  };
+  std::mutex usage_mu_;       // held while usage is recomputed: one count at a time
+  bool usage_known_ = false;  // guarded by usage_mu_
+  std::vector<AccountCounts> usage_accounts_;         // guarded by usage_mu_
+  uint64_t usage_bytes_ = 0;                          // guarded by usage_mu_
   std::chrono::steady_clock::time_point usage_time_;  // guarded by usage_mu_
 };
 

@@ -1,14 +1,18 @@
 // Access control without side channels, through the router's entry point
 // over an in-memory store: SAS key ranges (a RowKey bound needs its
 // PartitionKey bound; a read outside the range finds nothing, a write is
-// refused; a query reads only inside it), and $batch answers that do not
-// depend on whether an unreachable table exists.
+// refused; a query reads only inside it), $batch answers that do not depend
+// on whether an unreachable table exists, the reserved endpoints' schemes,
+// and what /_metrics shows to whom.
 #include <doctest/doctest.h>
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "server/admin/faults.h"
+#include "server/admin/metrics.h"
+#include "server/formats/http_date.h"
 #include "server/operations/test_server.h"
 #include "server/protocol/query_plan_header.h"
 
@@ -79,6 +83,17 @@ struct AccessServer : TestServer {
   HttpResponse GetWithSas(const std::string& pk, const std::string& rk, const SasFields& f) {
     return WithSas(http::verb::get,
                    "/devstoreaccount1/items(PartitionKey='" + pk + "',RowKey='" + rk + "')", f);
+  }
+  // `verb path` signed with Shared Key Lite of the development account.
+  HttpResponse SendLite(http::verb verb, const std::string& path, const std::string& body = "") {
+    const std::string date = HttpDateNow();
+    const std::string sts = SharedKeyLiteStringToSign(date, "/devstoreaccount1" + path);
+    return Send(
+        verb, path, body,
+        {{"x-ms-date", date},
+         {"Authorization", "SharedKeyLite devstoreaccount1:" +
+                               Sign(ctx().accounts.Find("devstoreaccount1")->keys[0], sts)}},
+        false);
   }
 };
 
@@ -246,6 +261,68 @@ TEST_CASE("$batch to a table the SAS does not reach: 403 whether the table exist
   nothere.tn = "nothere";
   CHECK(batch(nothere, "nothere", R"({"PartitionKey":"p"})").find(R"("code":"TableNotFound")") !=
         std::string::npos);
+}
+
+TEST_CASE("reserved endpoints: full Shared Key only; Shared Key Lite is refused with 403") {
+  AccessServer s;
+  FaultInjector faults;
+  s.ctx().faults = &faults;
+  const std::string rules = R"({"rules":[{"operation":"InsertEntity","code":"ServerBusy"}]})";
+  HttpResponse lite = s.SendLite(http::verb::put, "/_faults/devstoreaccount1", rules);
+  CheckJsonError(lite, 403, "AuthorizationFailure",
+                 "This request is not authorized to perform this operation.");
+  CHECK_FALSE(faults.Armed());
+  CHECK(s.SendLite(http::verb::get, "/_faults/devstoreaccount1").result_int() == 403);
+  CHECK(s.SendLite(http::verb::delete_, "/_faults/devstoreaccount1").result_int() == 403);
+  CHECK(s.SendLite(http::verb::put, "/_snapshots/devstoreaccount1/s1").result_int() == 403);
+  CHECK(s.SendLite(http::verb::post, "/_reset/devstoreaccount1").result_int() == 403);
+  CHECK(s.Send(http::verb::get, "/devstoreaccount1/Tables").body().find("items") !=
+        std::string::npos);
+  CHECK(s.Send(http::verb::get, "/_snapshots/devstoreaccount1").result_int() == 200);
+  CHECK(s.Send(http::verb::put, "/_faults/devstoreaccount1", rules).result_int() == 200);
+  CHECK(faults.Armed());
+  // The Table API still takes Shared Key Lite.
+  CHECK(s.SendLite(http::verb::get, "/devstoreaccount1/Tables").result_int() == 200);
+}
+
+TEST_CASE("/_metrics: no account names unsigned; the signer's own; every one with the flag") {
+  AccessServer s;
+  Metrics metrics;
+  s.ctx().metrics = &metrics;
+  std::string error;
+  REQUIRE(s.ctx().accounts.AddFromSpec("other:a2V5MQ==", &error));
+  REQUIRE(s.store().CreateTable("other", "theirs").ok());
+  const std::string mine = R"(cerulean_tables{account="devstoreaccount1"} 1)";
+  const std::string theirs = R"(cerulean_tables{account="other"} 1)";
+
+  REQUIRE(s.Send(http::verb::get, "/devstoreaccount1/Tables").result_int() == 200);
+  HttpResponse unsigned_scrape = s.Send(http::verb::get, "/_metrics", "", {}, false);
+  REQUIRE(unsigned_scrape.result_int() == 200);
+  CHECK(unsigned_scrape.body().find("cerulean_requests_total{") != std::string::npos);
+  CHECK(unsigned_scrape.body().find("cerulean_storage_bytes ") != std::string::npos);
+  CHECK(unsigned_scrape.body().find("account=") == std::string::npos);
+
+  HttpResponse signed_scrape = s.Send(http::verb::get, "/_metrics");
+  REQUIRE(signed_scrape.result_int() == 200);
+  CHECK(signed_scrape.body().find(mine) != std::string::npos);
+  CHECK(signed_scrape.body().find(R"(cerulean_entities{account="devstoreaccount1"} 1)") !=
+        std::string::npos);
+  CHECK(signed_scrape.body().find(R"(account="other")") == std::string::npos);
+
+  // Credentials that are given are checked, as on the other reserved paths.
+  CHECK(s.SendLite(http::verb::get, "/_metrics").result_int() == 403);
+  HttpResponse forged = s.Send(
+      http::verb::get, "/_metrics", "",
+      {{"x-ms-date", HttpDateNow()}, {"Authorization", "SharedKey devstoreaccount1:AAAA"}}, false);
+  CHECK(forged.result_int() == 403);
+  CHECK(HeaderOf(forged, "x-ms-error-code") == "AuthenticationFailed");
+  CHECK(s.Send(http::verb::get, "/_metrics?" + ServiceSas(s.ctx(), SasFields{}), "", {}, false)
+            .result_int() == 403);
+
+  s.ctx().options.public_metrics = true;
+  unsigned_scrape = s.Send(http::verb::get, "/_metrics", "", {}, false);
+  CHECK(unsigned_scrape.body().find(mine) != std::string::npos);
+  CHECK(unsigned_scrape.body().find(theirs) != std::string::npos);
 }
 
 }  // namespace

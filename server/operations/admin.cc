@@ -22,7 +22,7 @@ std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& re
   req.op = op;
   if (!method_allowed) return ErrorResponse(req, ErrorReply(AzureError::kMethodNotAllowed));
   if (auto err = Authenticate(ctx, &req)) return ErrorResponse(req, *err);
-  if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
+  if (!GrantsAdmin(req.grant)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
   }
   return std::nullopt;
@@ -43,15 +43,28 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     return res;
   }
   if (path == "/_metrics" && req.http.method() == http::verb::get) {
+    // Names and per-account figures only to a Shared Key signature of that
+    // account (or to anyone with --publicMetrics); the server-wide figures
+    // to anyone. Credentials, when given, are checked as on the other
+    // reserved endpoints.
+    std::string signer;
+    if (!Header(req.http, "Authorization").empty()) {
+      if (auto err = AuthenticateSigner(ctx, req, &signer)) return ErrorResponse(req, *err);
+    } else if (req.query.Get("sig")) {
+      return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+    }
     HttpResponse res = MakeResponse(req, http::status::ok);
     res.set(http::field::content_type, "text/plain; version=0.0.4");
-    if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
+    if (ctx.metrics) {
+      res.body() = ctx.metrics->Render() +
+                   ctx.metrics->RenderUsage(*ctx.store, ctx.options.public_metrics, signer);
+    }
     if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
     if (ctx.faults) res.body() += ctx.faults->RenderMetrics();
     return res;
   }
   // POST /_reset/{account}: wipe the account, authorized by its key (Shared
-  // Key or Shared Key Lite, canonical resource /{account}/_reset/{account}).
+  // Key, canonical resource /{account}/_reset/{account}).
   static constexpr std::string_view kReset = "/_reset/";
   if (path.starts_with(kReset)) {
     if (auto err = AuthorizeAdmin(ctx, req, path.substr(kReset.size()), Operation::kResetAccount,

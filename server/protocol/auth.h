@@ -47,7 +47,13 @@ struct AccessPolicy {
 
 // What the presented credentials allow.
 struct AuthGrant {
-  enum class Kind { kSharedKey, kAccountSas, kServiceSas, kBearer } kind = Kind::kSharedKey;
+  enum class Kind {
+    kSharedKey,
+    kSharedKeyLite,
+    kAccountSas,
+    kServiceSas,
+    kBearer
+  } kind = Kind::kSharedKey;
   std::string permissions;     // sp (SAS)
   std::string resource_types;  // srt (account SAS)
   std::string table;           // tn (service SAS), lower case
@@ -67,6 +73,13 @@ struct AuthGrant {
   bool ReachesTable(std::string_view table) const;
 };
 
+// True iff `grant` may use the reserved admin endpoints (/_reset, /_faults,
+// /_snapshots, and /_metrics beyond its public part): full Shared Key only.
+// Shared Key Lite does not sign the verb, so a captured Lite-signed GET
+// would replay as a PUT or DELETE; SAS and bearer tokens grant the Table API
+// only.
+bool GrantsAdmin(const AuthGrant& grant);
+
 struct Request;
 struct ServerContext;
 enum class Operation;
@@ -78,6 +91,14 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req);
 // Checks that req->grant permits `op` on `table` (empty for service-level
 // operations).
 std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table);
+
+// For a reserved endpoint whose path names no account (/_metrics): verifies
+// the Authorization header as Authenticate does, for the account the header
+// names (canonical resource /{account}{path}), then GrantsAdmin. Sets
+// *account on success. REQUIRES: the request carries an Authorization
+// header.
+std::optional<ErrorReply> AuthenticateSigner(const ServerContext& ctx, const Request& req,
+                                             std::string* account);
 
 // String-to-sign helpers (exposed for tests).
 std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,

@@ -92,18 +92,26 @@ TEST_CASE("SAS key range as one interval: Range().Contains agrees with InRange")
   }
 }
 
-TEST_CASE("what a grant reaches: tables") {
+TEST_CASE("what a grant reaches: tables, and the reserved endpoints") {
   AuthGrant g;
   CHECK(g.ReachesTable("anything"));
+  CHECK(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kSharedKeyLite;
+  CHECK(g.ReachesTable("anything"));
+  CHECK_FALSE(GrantsAdmin(g));
   g.kind = AuthGrant::Kind::kServiceSas;
   g.table = "orders";
   CHECK(g.ReachesTable("Orders"));
   CHECK_FALSE(g.ReachesTable("others"));
+  CHECK_FALSE(GrantsAdmin(g));
   g.kind = AuthGrant::Kind::kAccountSas;
   g.resource_types = "sc";
   CHECK_FALSE(g.ReachesTable("orders"));
   g.resource_types = "sco";
   CHECK(g.ReachesTable("orders"));
+  CHECK_FALSE(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kBearer;
+  CHECK_FALSE(GrantsAdmin(g));
 }
 
 TEST_CASE("ACL XML round trip and limits") {

@@ -1,17 +1,18 @@
 'use strict';
-// Access control without side channels, against the real binary with
-// @azure/data-tables and raw HTTP: a SAS key range (a RowKey bound needs its
-// PartitionKey bound; a read outside the range finds nothing, directly and in
-// $batch; a query and its plan header see nothing outside it), and $batch
-// answers that do not reveal whether a table exists.
+// Access control without side channels (README "Security"), against the real
+// binary with @azure/data-tables and raw HTTP: a SAS key range (a RowKey
+// bound needs its PartitionKey bound; a read outside the range finds nothing,
+// directly and in $batch; a query and its plan header see nothing outside
+// it), $batch answers that do not reveal whether a table exists, the reserved
+// endpoints' schemes, and what /_metrics shows to whom.
 
 const { test, describe, before } = require('node:test');
 const assert = require('node:assert/strict');
 const { AzureNamedKeyCredential, AzureSASCredential, TableClient, generateTableSas } = require('@azure/data-tables');
 
-const { useServer, uniqueTableName } = require('./server');
+const { useServer, startServer, uniqueTableName } = require('./server');
 const { request } = require('./http');
-const { rejectsWith } = require('./util');
+const { assertError, rejectsWith } = require('./util');
 
 const server = useServer();
 const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
@@ -149,5 +150,80 @@ describe('$batch and table existence', () => {
       const client = tableClient(name, new AzureSASCredential(sas));
       await rejectsWith(client.submitTransaction([['create', { partitionKey: 'p', rowKey: 'r' }]]), 403, 'AuthorizationFailure');
     }
+  });
+});
+
+describe('reserved endpoints', () => {
+  test('Shared Key Lite is refused with 403 on /_faults, /_snapshots and /_reset; Shared Key works', async () => {
+    const s = await startServer();
+    try {
+      const t = uniqueTableName('keep');
+      assert.equal((await request(s, { method: 'POST', path: '/Tables', body: { TableName: t } })).status, 201);
+      const rules = { rules: [{ operation: 'InsertEntity', status: 503, code: 'ServerBusy' }] };
+      for (const [method, target, body] of [
+        ['PUT', `/_faults/${s.account}`, rules], ['GET', `/_faults/${s.account}`], ['DELETE', `/_faults/${s.account}`],
+        ['PUT', `/_snapshots/${s.account}/s1`], ['GET', `/_snapshots/${s.account}`], ['POST', `/_reset/${s.account}`],
+      ]) {
+        const res = await request(s, { method, rawTarget: target, body, auth: 'SharedKeyLite' });
+        assertError(res, 403, 'AuthorizationFailure');
+      }
+      // Nothing happened: the table is there and inserts are not faulted.
+      assert.equal((await request(s, { method: 'POST', path: `/${t}`, body: { PartitionKey: 'p', RowKey: 'r' } })).status, 201);
+      assert.equal((await request(s, { rawTarget: `/_snapshots/${s.account}` })).json.snapshots.length, 0);
+      const put = await request(s, { method: 'PUT', rawTarget: `/_faults/${s.account}`, body: rules });
+      assert.equal(put.status, 200, put.body);
+      // The Table API still takes Shared Key Lite.
+      assert.equal((await request(s, { path: '/Tables', auth: 'SharedKeyLite' })).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe('/_metrics', () => {
+  const perAccount = /^cerulean_(tables|entities)\{account="([^"]+)"\}/gm;
+  const accountsIn = (text) => [...new Set([...text.matchAll(perAccount)].map((m) => m[2]))].sort();
+  const other = { account: 'otheracct', key: Buffer.from('other key').toString('base64') };
+
+  async function withServer(args, body) {
+    const s = await startServer({ args, env: { AZURITE_ACCOUNTS: `${other.account}:${other.key}` } });
+    try {
+      for (const acct of [{ account: s.account, key: s.key }, other]) {
+        const res = await request(s, {
+          method: 'POST', rawTarget: `/${acct.account}/Tables`, body: { TableName: uniqueTableName('m') }, ...acct,
+        });
+        assert.equal(res.status, 201, res.body);
+      }
+      await body(s);
+    } finally {
+      await s.stop();
+    }
+  }
+
+  test('unsigned: server-wide figures only; signed: the signer\'s own rows', async () => {
+    await withServer([], async (s) => {
+      const open = await request(s, { rawTarget: '/_metrics', auth: 'none' });
+      assert.equal(open.status, 200, open.body);
+      assert.match(open.body, /^cerulean_requests_total\{operation="CreateTable",status="201"\} 2$/m);
+      assert.match(open.body, /^cerulean_storage_bytes \d+$/m);
+      assert.doesNotMatch(open.body, /account=/);
+      assert.doesNotMatch(open.body, new RegExp(`${s.account}|${other.account}`));
+      const mine = await request(s, { rawTarget: '/_metrics' });
+      assert.equal(mine.status, 200, mine.body);
+      assert.deepEqual(accountsIn(mine.body), [s.account]);
+      const theirs = await request(s, { rawTarget: '/_metrics', ...other });
+      assert.deepEqual(accountsIn(theirs.body), [other.account]);
+      // Credentials that are given are checked.
+      assertError(await request(s, { rawTarget: '/_metrics', auth: 'SharedKeyLite' }), 403, 'AuthorizationFailure');
+      assertError(await request(s, { rawTarget: '/_metrics', key: other.key }), 403, 'AuthenticationFailed');
+    });
+  });
+
+  test('--publicMetrics: every account\'s rows to an unsigned scrape', async () => {
+    await withServer(['--publicMetrics'], async (s) => {
+      const open = await request(s, { rawTarget: '/_metrics', auth: 'none' });
+      assert.equal(open.status, 200, open.body);
+      assert.deepEqual(accountsIn(open.body), [s.account, other.account].sort());
+    });
   });
 });
