@@ -212,7 +212,8 @@ std::string EntityFeedAtom(const Request& req, const std::vector<storage::Entity
 }
 
 // A body error is reported only if the table exists (operations.md §0.1:
-// table existence is checked before the body).
+// table existence is checked before the body). Reads the store: run it as
+// a PendingRead.
 HttpResponse BodyError(const ServerContext& ctx, const Request& req, const ErrorReply& err) {
   auto table = ctx.store->GetTable(req.account, req.path.table);
   if (!table.ok()) return ErrorResponse(req, FromStatus(table.status()));
@@ -508,7 +509,7 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
 
 }  // namespace
 
-OperationResult WriteEntity(const ServerContext& ctx, Request& req) {
+OperationResult WriteEntity(const ServerContext& /*ctx*/, Request& req) {
   if (req.http.find(http::field::if_none_match) != req.http.end()) {
     bool both = req.http.find(http::field::if_match) != req.http.end();
     return ErrorResponse(
@@ -527,7 +528,10 @@ OperationResult WriteEntity(const ServerContext& ctx, Request& req) {
 
   storage::WriteOp op;
   if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), req.atom_body, &op)) {
-    return BodyError(ctx, req, *err);
+    // Which error wins depends on whether the table exists: a store read,
+    // left to the blocking pool.
+    return PendingRead{
+        [err = *err](const ServerContext& ctx, Request& req) { return BodyError(ctx, req, err); }};
   }
   if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));

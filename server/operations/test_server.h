@@ -45,6 +45,13 @@ class TestServer {
   // with the development account's Shared Key unless `sign` is false.
   HttpResponse Send(http::verb verb, const std::string& target, const std::string& body = "",
                     const Headers& headers = {}, bool sign = true) {
+    HttpRequest req = Build(verb, target, body, headers, sign);
+    return HandleRequest(ctx_, req, "127.0.0.1");
+  }
+
+  // The request Send sends.
+  HttpRequest Build(http::verb verb, const std::string& target, const std::string& body = "",
+                    const Headers& headers = {}, bool sign = true) {
     HttpRequest req{verb, target, 11};
     req.set(http::field::host, "127.0.0.1:10002");
     req.set("x-ms-version", "2019-02-02");
@@ -70,7 +77,7 @@ class TestServer {
               "SharedKey devstoreaccount1:" +
                   Sign(ctx_.accounts.Find("devstoreaccount1")->keys[0], sts));
     }
-    return HandleRequest(ctx_, req, "127.0.0.1");
+    return req;
   }
 
  private:
