@@ -38,6 +38,9 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "always parse the account from the first path segment")(
       "disableExplorer", po::bool_switch(&out->disable_explorer),
       "do not serve the table explorer page at /_explorer")(
+      "publicMetrics", po::bool_switch(&out->public_metrics),
+      "serve /_metrics with every account's tables and entities to unsigned requests (for a "
+      "scraper that cannot sign)")(
       "disableTelemetry", "accepted for Azurite compatibility; Cerulean sends no telemetry")(
       "debug,d", po::value(&out->debug_file),
       "write full request/response headers and query plans to FILE")(

@@ -302,6 +302,7 @@ int Serve(const server::CliOptions& cli) {
   ctx.options.skip_api_version_check = cli.skip_api_version_check;
   ctx.options.force_path_style = cli.disable_product_style_url;
   ctx.options.explorer = !cli.disable_explorer;
+  ctx.options.public_metrics = cli.public_metrics;
   server::Metrics metrics;
   server::Logger logger;
   if (!logger.Open(!cli.silent, cli.json_log, cli.debug_file)) {

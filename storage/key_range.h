@@ -32,4 +32,7 @@ struct KeyRange {
   std::string ToString() const;
 };
 
+// The keys in both `a` and `b`, or nullopt when the bounds leave none.
+std::optional<KeyRange> Intersect(const KeyRange& a, const KeyRange& b);
+
 }  // namespace cerulean::storage

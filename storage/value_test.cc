@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,6 +97,45 @@ TEST_CASE("key_range: Contains and ToString") {
   CHECK(KeyRange::All().Contains("", ""));
   CHECK(composite.ToString() == "('p','b' .. 'q','a']");
   CHECK(KeyRange::All().ToString() == "(-inf .. +inf)");
+}
+
+TEST_CASE("key_range: Intersect keeps the keys in both, or gives nullopt") {
+  auto text = [](const std::optional<KeyRange>& r) { return r ? r->ToString() : "none"; };
+  const KeyRange partition_b{KeyBound{"b", std::nullopt, true}, KeyBound{"b", std::nullopt, true}};
+  CHECK(text(Intersect(KeyRange::All(), partition_b)) == "['b' .. 'b']");
+  CHECK(text(Intersect(partition_b, KeyRange::All())) == "['b' .. 'b']");
+  // A composite bound inside the partition is the tighter one.
+  const KeyRange from_b5{KeyBound{"b", "5", true}, std::nullopt};
+  CHECK(text(Intersect(partition_b, from_b5)) == "['b','5' .. 'b']");
+  const KeyRange to_b5{std::nullopt, KeyBound{"b", "5", false}};
+  CHECK(text(Intersect(partition_b, to_b5)) == "['b' .. 'b','5')");
+  // Inclusive against exclusive at the same key: the exclusive one.
+  const KeyRange after_b5{KeyBound{"b", "5", false}, std::nullopt};
+  CHECK(text(Intersect(from_b5, after_b5)) == "('b','5' .. +inf)");
+  // Disjoint, touching and empty results.
+  const KeyRange partition_c{KeyBound{"c", std::nullopt, true}, KeyBound{"c", std::nullopt, true}};
+  CHECK(text(Intersect(partition_b, partition_c)) == "none");
+  CHECK(text(Intersect(to_b5, from_b5)) == "none");
+  const KeyRange after_b{KeyBound{"b", std::nullopt, false}, std::nullopt};
+  CHECK(text(Intersect(partition_b, after_b)) == "none");
+  const KeyRange point{KeyBound{"b", "5", true}, KeyBound{"b", "5", true}};
+  CHECK(text(Intersect(point, from_b5)) == "['b','5' .. 'b','5']");
+  // Every key of a sample lies in the intersection iff it lies in both.
+  const std::vector<KeyRange> ranges = {KeyRange::All(), partition_b, from_b5, to_b5,
+                                        after_b5,        partition_c, after_b, point};
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"a", "9"}, {"b", ""}, {"b", "4"}, {"b", "5"}, {"b", "6"}, {"ba", ""}, {"c", "0"}};
+  for (const KeyRange& x : ranges) {
+    for (const KeyRange& y : ranges) {
+      auto both = Intersect(x, y);
+      for (const auto& [pk, rk] : keys) {
+        CAPTURE(x.ToString());
+        CAPTURE(y.ToString());
+        CAPTURE(pk + "/" + rk);
+        CHECK((both && both->Contains(pk, rk)) == (x.Contains(pk, rk) && y.Contains(pk, rk)));
+      }
+    }
+  }
 }
 
 }  // namespace

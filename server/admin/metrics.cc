@@ -137,32 +137,44 @@ std::string RenderStoreGauges(const storage::Store& store) {
 }
 }  // namespace
 
-std::string Metrics::RenderUsage(storage::Store& store) {
+std::string Metrics::RenderUsage(storage::Store& store, bool all_accounts,
+                                 std::string_view account) {
   const std::string live = RenderStoreGauges(store);
   std::lock_guard lock(usage_mu_);
   auto now = std::chrono::steady_clock::now();
-  if (!usage_text_.empty() && now - usage_time_ < kUsageMaxAge) return usage_text_ + live;
-  std::vector<storage::AccountUsage> accounts;
-  uint64_t bytes = 0;
-  if (!store.GetUsage(&accounts, &bytes).ok()) return usage_text_ + live;
+  if (!usage_known_ || now - usage_time_ >= kUsageMaxAge) {
+    std::vector<storage::AccountUsage> accounts;
+    uint64_t bytes = 0;
+    if (store.GetUsage(&accounts, &bytes).ok()) {
+      usage_accounts_.clear();
+      for (auto& a : accounts) {
+        usage_accounts_.push_back({std::move(a.account), a.tables, a.entities});
+      }
+      usage_bytes_ = bytes;
+      usage_known_ = true;
+      usage_time_ = now;
+    }
+  }
+  if (!usage_known_) return live;
+  auto shown = [&](const AccountCounts& a) { return all_accounts || a.account == account; };
   std::string out;
   out += "# HELP cerulean_tables Tables per account.\n";
   out += "# TYPE cerulean_tables gauge\n";
-  for (const auto& a : accounts) {
+  for (const auto& a : usage_accounts_) {
+    if (!shown(a)) continue;
     out += "cerulean_tables{account=\"" + a.account + "\"} " + std::to_string(a.tables) + "\n";
   }
   out += "# HELP cerulean_entities Entities per account (recomputed at most every " +
          std::to_string(kUsageMaxAge.count()) + " s).\n";
   out += "# TYPE cerulean_entities gauge\n";
-  for (const auto& a : accounts) {
+  for (const auto& a : usage_accounts_) {
+    if (!shown(a)) continue;
     out += "cerulean_entities{account=\"" + a.account + "\"} " + std::to_string(a.entities) + "\n";
   }
   out += "# HELP cerulean_storage_bytes Bytes of the database files (0 in memory).\n";
   out += "# TYPE cerulean_storage_bytes gauge\n";
-  out += "cerulean_storage_bytes " + std::to_string(bytes) + "\n";
-  usage_text_ = std::move(out);
-  usage_time_ = now;
-  return usage_text_ + live;
+  out += "cerulean_storage_bytes " + std::to_string(usage_bytes_) + "\n";
+  return out + live;
 }
 
 }  // namespace cerulean::server

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cerulean::storage {
@@ -37,11 +38,13 @@ class Metrics {
   }
   // Prometheus exposition text of everything recorded so far.
   std::string Render() const;
-  // Gauges of what `store` holds: tables and entities per account, bytes on
-  // disk. Counting entities reads every row, so the figures are recomputed
-  // at most every kUsageMaxAge and shared by the scrapes in between. Then
-  // the store's own figures (Store::Gauges), current.
-  std::string RenderUsage(storage::Store& store);
+  // Gauges of what `store` holds: tables and entities per account (of
+  // every account if `all_accounts`, else of `account` only, of none when it
+  // is empty), bytes on disk. Counting entities reads every row, so the
+  // figures are recomputed at most every kUsageMaxAge and shared by the
+  // scrapes in between. Then the store's own figures (Store::Gauges),
+  // current.
+  std::string RenderUsage(storage::Store& store, bool all_accounts, std::string_view account);
 
   // Registers a structure whose memory /_metrics reports as
   // cerulean_memory_bytes{structure="<structure>"} and
@@ -74,8 +77,15 @@ class Metrics {
   mutable std::mutex memory_mu_;
   std::vector<std::pair<std::string, std::function<MemoryUse()>>> memory_;  // guarded by memory_mu_
 
-  std::mutex usage_mu_;     // held while usage is recomputed: one count at a time
-  std::string usage_text_;  // guarded by usage_mu_
+  struct AccountCounts {
+    std::string account;
+    uint64_t tables = 0;
+    uint64_t entities = 0;
+  };
+  std::mutex usage_mu_;       // held while usage is recomputed: one count at a time
+  bool usage_known_ = false;  // guarded by usage_mu_
+  std::vector<AccountCounts> usage_accounts_;         // guarded by usage_mu_
+  uint64_t usage_bytes_ = 0;                          // guarded by usage_mu_
   std::chrono::steady_clock::time_point usage_time_;  // guarded by usage_mu_
 };
 

@@ -27,7 +27,7 @@ TEST_CASE("metrics: memory by structure, the server's and the store's, in name o
   CHECK(text.find("cerulean_memory_entries{structure=\"zeta\"} 2\n") != std::string::npos);
   CHECK(text.find("cerulean_memory_entries{structure=\"key_log\"} 0\n") != std::string::npos);
   // The store's memory gauges are not repeated as store figures.
-  CHECK(metrics.RenderUsage(**store).find("_memory_") == std::string::npos);
+  CHECK(metrics.RenderUsage(**store, true, "").find("_memory_") == std::string::npos);
 }
 
 }  // namespace

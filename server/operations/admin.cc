@@ -27,7 +27,7 @@ std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& re
   // A SAS never reaches these endpoints, whatever policy it names.
   req.missing_documents &= ~kMissingAcl;
   if (err) return ErrorResponse(req, *err);
-  if (req.grant.kind != AuthGrant::Kind::kSharedKey) {
+  if (!GrantsAdmin(req.grant)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
   }
   return std::nullopt;
@@ -69,9 +69,22 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     return res;
   }
   if (path == "/_metrics" && req.http.method() == http::verb::get) {
+    // Names and per-account figures only to a Shared Key signature of that
+    // account (or to anyone with --publicMetrics); the server-wide figures
+    // to anyone. Credentials, when given, are checked as on the other
+    // reserved endpoints.
+    std::string signer;
+    if (!Header(req.http, "Authorization").empty()) {
+      if (auto err = AuthenticateSigner(ctx, req, &signer)) return ErrorResponse(req, *err);
+    } else if (req.query.Get("sig")) {
+      return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+    }
     HttpResponse res = MakeResponse(req, http::status::ok);
     res.set(http::field::content_type, "text/plain; version=0.0.4");
-    if (ctx.metrics) res.body() = ctx.metrics->Render() + ctx.metrics->RenderUsage(*ctx.store);
+    if (ctx.metrics) {
+      res.body() = ctx.metrics->Render() +
+                   ctx.metrics->RenderUsage(*ctx.store, ctx.options.public_metrics, signer);
+    }
     if (ctx.prefetcher) res.body() += ctx.prefetcher->RenderMetrics();
     if (ctx.faults) res.body() += ctx.faults->RenderMetrics();
     if (ctx.metrics) res.body() += ctx.metrics->RenderMemory(*ctx.store);

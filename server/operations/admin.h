@@ -12,10 +12,10 @@
 namespace cerulean::server {
 
 // Authenticates a reserved endpoint's request with the key of the account
-// `encoded_account` names (Shared Key or Shared Key Lite only, canonical
-// resource /{account}{path}), setting req.account and req.op. Returns the
-// error answer (AuthenticationFailed for an unknown account,
-// MethodNotAllowed unless `method_allowed`), or nullopt.
+// `encoded_account` names (canonical resource /{account}{path}; only the
+// schemes GrantsAdmin allows, else AuthorizationFailure), setting
+// req.account and req.op. Returns the error answer (AuthenticationFailed for
+// an unknown account, MethodNotAllowed unless `method_allowed`), or nullopt.
 std::optional<HttpResponse> AuthorizeAdmin(const ServerContext& ctx, Request& req,
                                            std::string_view encoded_account, Operation op,
                                            bool method_allowed);

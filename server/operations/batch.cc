@@ -5,6 +5,7 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "server/formats/ascii.h"
@@ -53,6 +54,9 @@ struct ChangeSet {
 struct BatchFailure {
   size_t index = 0;
   ErrorReply error;
+  // Refused by the credentials: answered as is, whether the table exists or
+  // not (as a single request is authorized before its table is looked up).
+  bool authorization = false;
 };
 
 // True iff the (percent-encoded) path segment `segment` names `account` or
@@ -192,8 +196,18 @@ HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubRes
   return res;
 }
 
-// The read-only batch: one GET of one entity.
-HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const BatchPart& part) {
+// The answer to a single retrieve that failed with `error` (no index
+// prefix).
+HttpResponse RetrieveError(const Request& req, const BatchOp& op, const BatchPart& part,
+                           const ErrorReply& error) {
+  return MultipartResponse(
+      req, {ErrorSub(error, OperationErrorForm(req, &op, std::nullopt), &part)}, false);
+}
+
+// The read-only batch: one GET of one entity, read on the blocking pool (a
+// PendingRead). `batch` holds the part, whose views the read keeps.
+OperationResult SingleRetrieve(const Request& req, std::shared_ptr<const ParsedBatch> batch) {
+  const BatchPart& part = batch->parts.front();
   BatchOp op;
   // No Accept: JSON, except before 2015-12-11 where Atom is the default.
   auto accept = part.Header("Accept");
@@ -210,27 +224,30 @@ HttpResponse SingleRetrieve(const ServerContext& ctx, const Request& req, const 
     return ErrorResponse(req, err.value_or(ErrorReply(AzureError::kInvalidInput)));
   }
   if (auto err = Authorize(req, route->op, op.path.table)) return ErrorResponse(req, *err);
-  std::vector<BatchSubResponse> subs;
-  auto entity =
-      ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
-  if (!entity.ok() || !req.grant.InRange(op.path.partition_key, op.path.row_key)) {
-    ErrorReply e =
-        entity.ok() ? ErrorReply(AzureError::kAuthorizationFailure) : FromStatus(entity.status());
-    // A retrieve's error carries no index prefix.
-    subs.push_back(ErrorSub(e, OperationErrorForm(req, &op, std::nullopt), &part));
-    return MultipartResponse(req, subs, false);
+  // Outside the SAS key range the entity does not exist for the caller, as
+  // for Get Entity: the store is not asked.
+  if (!req.grant.InRange(op.path.partition_key, op.path.row_key)) {
+    return RetrieveError(req, op, part, ErrorReply(AzureError::kResourceNotFound));
   }
-  BatchSubResponse sub;
-  sub.status = 200;
-  sub.content_id = part.content_id;
-  sub.headers = CommonSubHeaders();
-  sub.headers.emplace_back("DataServiceVersion", "3.0;");
-  sub.headers.emplace_back("Content-Type",
-                           std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
-  sub.headers.emplace_back("ETag", ETagFor(entity->timestamp));
-  AppendEntityBody(&sub.body, *entity, req, op);
-  subs.push_back(std::move(sub));
-  return MultipartResponse(req, subs, false);
+  return PendingRead{[batch = std::move(batch), op = std::move(op)](const ServerContext& ctx,
+                                                                    Request& req) {
+    const BatchPart& part = batch->parts.front();
+    auto entity =
+        ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
+    if (!entity.ok()) return RetrieveError(req, op, part, FromStatus(entity.status()));
+    BatchSubResponse sub;
+    sub.status = 200;
+    sub.content_id = part.content_id;
+    sub.headers = CommonSubHeaders();
+    sub.headers.emplace_back("DataServiceVersion", "3.0;");
+    sub.headers.emplace_back("Content-Type",
+                             std::string(op.atom ? kAtomContentType : JsonContentType(op.format)));
+    sub.headers.emplace_back("ETag", ETagFor(entity->timestamp));
+    AppendEntityBody(&sub.body, *entity, req, op);
+    std::vector<BatchSubResponse> subs;
+    subs.push_back(std::move(sub));
+    return MultipartResponse(req, subs, false);
+  }};
 }
 
 // The RowKeys of a change set's operations so far (at most
@@ -374,12 +391,25 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
   return MultipartResponse(req, &writer);
 }
 
+// The answer to change set `set` refused with `failure`: its one error
+// sub-response.
+HttpResponse RefusedChangeSet(const Request& req, const ChangeSet& set,
+                              const BatchFailure& failure) {
+  const size_t i = failure.index;
+  const BatchOp* op = i < set.ops.size() ? &set.ops[i] : nullptr;
+  const BatchPart* part = i < set.batch.parts.size() ? &set.batch.parts[i] : nullptr;
+  return MultipartResponse(req, {ErrorSub(failure.error, OperationErrorForm(req, op, i), part)},
+                           true);
+}
+
 }  // namespace
 
-OperationResult Batch(const ServerContext& ctx, Request& req) {
+OperationResult Batch(const ServerContext& /*ctx*/, Request& req) {
   auto parsed = ParseBatch(Header(req.http, "Content-Type"), req.http.body());
   if (!parsed.ok()) return ErrorResponse(req, ErrorReply(AzureError::kInvalidInput));
-  if (!parsed->changeset) return SingleRetrieve(ctx, req, parsed->parts.front());
+  if (!parsed->changeset) {
+    return SingleRetrieve(req, std::make_shared<const ParsedBatch>(std::move(*parsed)));
+  }
 
   // The parts and operations outlive this call: the answer needs them once
   // the store has applied the change set.
@@ -418,34 +448,38 @@ OperationResult Batch(const ServerContext& ctx, Request& req) {
     } else if (e.partition_key != ops[0].write.entity.partition_key) {
       failure = BatchFailure{i, ErrorReply(AzureError::kCommandsInBatchActOnDifferentPartitions)};
     } else if (auto err = Authorize(req, op.op, op.path.table)) {
-      failure = BatchFailure{i, *err};
+      failure = BatchFailure{i, *err, true};
     } else if (!req.grant.InRange(e.partition_key, e.row_key)) {
-      failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure)};
+      failure = BatchFailure{i, ErrorReply(AzureError::kAuthorizationFailure), true};
     } else if (!row_keys.Insert(e.row_key)) {
       failure = BatchFailure{i, ErrorReply(AzureError::kInvalidDuplicateRow)};
     }
   }
   if (failure) {
-    size_t i = failure->index;
     // A changeset refused for its size was not parsed: its first operation
     // still names the table.
     if (ops[0].path.table.empty()) {
       AcceptMemo first;
       static_cast<void>(ParseChangesetPart(req, parts[0], &ops[0], &first));
     }
-    const BatchOp* op = i < ops.size() ? &ops[i] : nullptr;
-    // An operation may be invalid in a table that does not exist: the table
-    // error wins, as for single operations.
-    auto table = ctx.store->GetTable(req.account, ops[0].path.table);
-    if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
-      failure = BatchFailure{0, ErrorReply(AzureError::kTableNotFound)};
-      i = 0;
-      op = &ops[0];
+    if (!failure->authorization && !req.grant.ReachesTable(ops[0].path.table)) {
+      // Whether a table the credentials do not reach exists is not the
+      // caller's to learn: its change set is refused whatever its table and
+      // body, as a single request to it would be.
+      failure = BatchFailure{0, ErrorReply(AzureError::kAuthorizationFailure), true};
     }
-    return MultipartResponse(req,
-                             {ErrorSub(failure->error, OperationErrorForm(req, op, failure->index),
-                                       i < parts.size() ? &parts[i] : nullptr)},
-                             true);
+    if (failure->authorization) return RefusedChangeSet(req, *state, *failure);
+    // An operation may be invalid in a table that does not exist: the table
+    // error wins, as for single operations. Whether it exists is a store
+    // read, left to the blocking pool.
+    return PendingRead{[state, failure = *failure](const ServerContext& ctx, Request& req) {
+      auto table = ctx.store->GetTable(req.account, state->ops[0].path.table);
+      if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
+        return RefusedChangeSet(req, *state,
+                                BatchFailure{0, ErrorReply(AzureError::kTableNotFound)});
+      }
+      return RefusedChangeSet(req, *state, failure);
+    }};
   }
 
   PendingWrite write;

@@ -224,7 +224,8 @@ std::string EntityFeedAtom(const Request& req, const std::vector<storage::Entity
 }
 
 // A body error is reported only if the table exists (operations.md §0.1:
-// table existence is checked before the body).
+// table existence is checked before the body). Reads the store: run it as
+// a PendingRead.
 HttpResponse BodyError(const ServerContext& ctx, const Request& req, const ErrorReply& err) {
   auto table = ctx.store->GetTable(req.account, req.path.table);
   if (!table.ok()) return ErrorResponse(req, FromStatus(table.status()));
@@ -353,17 +354,21 @@ std::optional<HttpResponse> PlanQuery(const ServerContext& ctx, const Request& r
         [&start = *scan.start](const storage::KeyRange& r) { return EndsBefore(r, start); });
     scan.ranges.erase(scan.ranges.begin(), first);
   }
-  const AuthGrant& grant = req.grant;
+  if (req.grant.HasRange()) {
+    // The scan reads the keys inside the SAS key range only: no row outside
+    // it is examined, counted in the plan header, or named by a
+    // continuation.
+    const storage::KeyRange granted = req.grant.Range();
+    std::vector<storage::KeyRange> clipped;
+    for (const storage::KeyRange& range : scan.ranges) {
+      if (auto inside = storage::Intersect(range, granted)) clipped.push_back(std::move(*inside));
+    }
+    scan.ranges = std::move(clipped);
+    if (q->report) q->reported_plan->ranges = scan.ranges;
+  }
   std::shared_ptr<const odata::Filter> residual = plan.residual;
   q->residual = residual != nullptr;
-  if (grant.HasRange()) {
-    // REQUIRES: the request outlives the scan (a page rendered ahead has no
-    // grant range: RenderQueryPage).
-    scan.predicate = [residual, &grant](const storage::Entity& e) {
-      if (!grant.InRange(e.partition_key, e.row_key)) return false;
-      return !residual || odata::Matches(*residual, e);
-    };
-  } else if (residual) {
+  if (residual) {
     // Owns all it uses: a page rendered ahead runs it after the request.
     scan.predicate = [residual](const storage::Entity& e) { return odata::Matches(*residual, e); };
   }
@@ -404,9 +409,9 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // most $top rows. With a residual filter the next page may examine up to
     // kMaxExaminedPerPage rows, often for a client that wanted only the
     // first page (a single client reading first pages loses ~10 % of its
-    // rate to the rendering ahead). Nor with a SAS key range, whose
-    // predicate is the grant's, not the query's. Nor when the plan is
-    // reported: a page rendered ahead was not counted.
+    // rate to the rendering ahead). Nor with a SAS key range, which the
+    // page's key does not hold. Nor when the plan is reported: a page
+    // rendered ahead was not counted.
     const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr &&
                           !q.residual && !req.grant.HasRange() && !q.report;
     const std::string_view filter = req.query.Get("$filter").value_or("");
@@ -484,8 +489,11 @@ OperationResult QueryEntities(const ServerContext& ctx, Request& req) {
 HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   QueryOptions opts;
   if (auto err = ParseQueryOptions(ctx, req, &opts)) return ErrorResponse(req, *err);
+  // Outside the SAS key range the entity does not exist for the caller,
+  // whether or not it does in the table (auth.md §3.4): the store is not
+  // asked.
   if (!req.grant.InRange(req.path.partition_key, req.path.row_key)) {
-    return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
+    return ErrorResponse(req, ErrorReply(AzureError::kResourceNotFound));
   }
   if (!req.atom && !opts.select) {
     // JSON of every property: written from the stored row as it is read,
@@ -547,7 +555,7 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
 
 }  // namespace
 
-OperationResult WriteEntity(const ServerContext& ctx, Request& req) {
+OperationResult WriteEntity(const ServerContext& /*ctx*/, Request& req) {
   if (req.http.find(http::field::if_none_match) != req.http.end()) {
     bool both = req.http.find(http::field::if_match) != req.http.end();
     return ErrorResponse(
@@ -566,7 +574,10 @@ OperationResult WriteEntity(const ServerContext& ctx, Request& req) {
 
   storage::WriteOp op;
   if (auto err = BuildWriteOp(req.op, req.path, if_match, req.http.body(), req.atom_body, &op)) {
-    return BodyError(ctx, req, *err);
+    // Which error wins depends on whether the table exists: a store read,
+    // left to the blocking pool.
+    return PendingRead{
+        [err = *err](const ServerContext& ctx, Request& req) { return BodyError(ctx, req, err); }};
   }
   if (!req.grant.InRange(op.entity.partition_key, op.entity.row_key)) {
     return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));

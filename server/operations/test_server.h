@@ -92,6 +92,12 @@ class TestServer {
   // with the development account's Shared Key unless `sign` is false.
   HttpResponse Send(http::verb verb, const std::string& target, const std::string& body = "",
                     const Headers& headers = {}, bool sign = true) {
+    return Serve(Build(verb, target, body, headers, sign));
+  }
+
+  // The request Send sends.
+  HttpRequest Build(http::verb verb, const std::string& target, const std::string& body = "",
+                    const Headers& headers = {}, bool sign = true) {
     HttpRequest req{verb, target, 11};
     req.set(http::field::host, "127.0.0.1:10002");
     req.set("x-ms-version", "2019-02-02");
@@ -117,7 +123,7 @@ class TestServer {
               "SharedKey devstoreaccount1:" +
                   Sign(ctx_.accounts.Find("devstoreaccount1")->keys[0], sts));
     }
-    return Serve(std::move(req));
+    return req;
   }
 
   // Answers `req` (whose body, if any, is in req.body(), its Content-Length

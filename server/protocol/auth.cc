@@ -86,6 +86,26 @@ bool AuthGrant::InRange(const std::string& pk, const std::string& rk) const {
   return true;
 }
 
+storage::KeyRange AuthGrant::Range() const {
+  storage::KeyRange range;
+  if (spk) range.lower = storage::KeyBound{*spk, srk, true};
+  if (epk) range.upper = storage::KeyBound{*epk, erk, true};
+  return range;
+}
+
+bool AuthGrant::ReachesTable(std::string_view name) const {
+  switch (kind) {
+    case Kind::kServiceSas:
+      return IEquals(name, table);
+    case Kind::kAccountSas:
+      return resource_types.find('o') != std::string::npos;
+    default:
+      return true;
+  }
+}
+
+bool GrantsAdmin(const AuthGrant& grant) { return grant.kind == AuthGrant::Kind::kSharedKey; }
+
 std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
                                   std::string_view content_type, std::string_view date,
                                   std::string_view canonical_resource) {
@@ -179,16 +199,19 @@ std::optional<ErrorReply> AuthFailed(std::string detail = {}) {
   return ErrorReply(AzureError::kAuthenticationFailed, std::move(msg));
 }
 
+// Verifies a Shared Key or Shared Key Lite `credential` ("name:signature")
+// of the request to `account_name`'s resources.
 std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const Request& req,
+                                                std::string_view account_name,
                                                 std::string_view scheme,
                                                 std::string_view credential) {
   size_t colon = credential.rfind(':');
   if (colon == std::string_view::npos) return AuthFailed();
   std::string_view name = credential.substr(0, colon);
   std::string_view sig = credential.substr(colon + 1);
-  if (name != req.account)
+  if (name != account_name)
     return AuthFailed("The account in the Authorization header does not match the request.");
-  const Account* account = ctx.accounts.Find(req.account);
+  const Account* account = ctx.accounts.Find(account_name);
   if (account == nullptr) return AuthFailed();
 
   std::string_view date = Header(req.http, "x-ms-date");
@@ -211,7 +234,7 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
   bool lite = scheme == "SharedKeyLite";
   std::string first_sts;
   auto matches = [&](const std::string& path) {
-    std::string resource = "/" + req.account + path + comp;
+    std::string resource = "/" + std::string(account_name) + path + comp;
     std::string sts =
         lite ? SharedKeyLiteStringToSign(date, resource)
              : SharedKeyStringToSign(req.http.method_string(), Header(req.http, "Content-MD5"),
@@ -392,8 +415,14 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   std::string sp = Param(*req, "sp"), st = Param(*req, "st"), se = Param(*req, "se"),
               sip = Param(*req, "sip"), spr = Param(*req, "spr");
   std::string tn = Param(*req, "tn"), si = Param(*req, "si");
-  std::string spk = Param(*req, "spk"), srk = Param(*req, "srk"), epk = Param(*req, "epk"),
-              erk = Param(*req, "erk");
+  // A RowKey bound is refused without its PartitionKey bound, before the
+  // signature is checked, as Azure refuses it (auth.md §3.1).
+  const auto spk_field = req->query.Get("spk"), srk_field = req->query.Get("srk"),
+             epk_field = req->query.Get("epk"), erk_field = req->query.Get("erk");
+  if (srk_field && !spk_field) return AuthFailed("spk is required when srk is given.");
+  if (erk_field && !epk_field) return AuthFailed("epk is required when erk is given.");
+  std::string spk(spk_field.value_or("")), srk(srk_field.value_or("")), epk(epk_field.value_or("")),
+      erk(erk_field.value_or(""));
   std::string sts;
   if (sv >= "2015-04-05") {
     sts = sp + "\n" + st + "\n" + se + "\n/table/" + req->account + "/" + ToLower(tn) + "\n" + si +
@@ -420,10 +449,10 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   g.kind = AuthGrant::Kind::kServiceSas;
   g.permissions = sp;
   g.table = ToLower(tn);
-  if (!spk.empty()) g.spk = spk;
-  if (!srk.empty()) g.srk = srk;
-  if (!epk.empty()) g.epk = epk;
-  if (!erk.empty()) g.erk = erk;
+  if (spk_field) g.spk = std::move(spk);
+  if (srk_field) g.srk = std::move(srk);
+  if (epk_field) g.epk = std::move(epk);
+  if (erk_field) g.erk = std::move(erk);
   return std::nullopt;
 }
 
@@ -476,16 +505,38 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req) {
   std::string_view credential = space == std::string_view::npos ? "" : Trim(auth.substr(space + 1));
   req->grant = AuthGrant{};
   if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
-    return AuthenticateSharedKey(ctx, *req, scheme, credential);
+    if (scheme == "SharedKeyLite") req->grant.kind = AuthGrant::Kind::kSharedKeyLite;
+    return AuthenticateSharedKey(ctx, *req, req->account, scheme, credential);
   }
   if (scheme == "Bearer") return AuthenticateBearer(ctx, req, credential);
+  return ErrorReply(AzureError::kInvalidAuthenticationInfo);
+}
+
+std::optional<ErrorReply> AuthenticateSigner(const ServerContext& ctx, const Request& req,
+                                             std::string* account) {
+  std::string_view auth = Header(req.http, "Authorization");
+  size_t space = auth.find(' ');
+  std::string_view scheme = auth.substr(0, space);
+  std::string_view credential = space == std::string_view::npos ? "" : Trim(auth.substr(space + 1));
+  AuthGrant grant;
+  if (scheme == "SharedKey" || scheme == "SharedKeyLite") {
+    std::string_view name = credential.substr(0, credential.rfind(':'));
+    if (auto err = AuthenticateSharedKey(ctx, req, name, scheme, credential)) return err;
+    if (scheme == "SharedKeyLite") grant.kind = AuthGrant::Kind::kSharedKeyLite;
+    if (!GrantsAdmin(grant)) return ErrorReply(AzureError::kAuthorizationFailure);
+    *account = std::string(name);
+    return std::nullopt;
+  }
+  // A bearer token names no account here, and grants the Table API only.
+  if (scheme == "Bearer") return ErrorReply(AzureError::kAuthorizationFailure);
   return ErrorReply(AzureError::kInvalidAuthenticationInfo);
 }
 
 std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table) {
   const AuthGrant& g = req.grant;
   const Route& route = RouteOf(op);
-  if (g.kind == AuthGrant::Kind::kSharedKey || g.kind == AuthGrant::Kind::kBearer) {
+  if (g.kind == AuthGrant::Kind::kSharedKey || g.kind == AuthGrant::Kind::kSharedKeyLite ||
+      g.kind == AuthGrant::Kind::kBearer) {
     // Table ACLs take the account key.
     if (route.selector == Selector::kAcl && g.kind == AuthGrant::Kind::kBearer) {
       return ErrorReply(AzureError::kAuthorizationFailure);

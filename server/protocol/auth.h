@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/protocol/azure_error.h"
+#include "storage/key_range.h"
 
 namespace cerulean::server {
 
@@ -46,15 +47,38 @@ struct AccessPolicy {
 
 // What the presented credentials allow.
 struct AuthGrant {
-  enum class Kind { kSharedKey, kAccountSas, kServiceSas, kBearer } kind = Kind::kSharedKey;
+  enum class Kind {
+    kSharedKey,
+    kSharedKeyLite,
+    kAccountSas,
+    kServiceSas,
+    kBearer
+  } kind = Kind::kSharedKey;
   std::string permissions;     // sp (SAS)
   std::string resource_types;  // srt (account SAS)
   std::string table;           // tn (service SAS), lower case
+  // The service SAS key range, each bound set iff its field was given
+  // (srk only with spk, erk only with epk).
   std::optional<std::string> spk, srk, epk, erk;
   // True iff (pk, rk) is inside the SAS key range (always for non-SAS).
   bool InRange(const std::string& pk, const std::string& rk) const;
   bool HasRange() const { return spk || epk; }
+  // The SAS key range as one interval of the (PartitionKey, RowKey) order:
+  // Range().Contains(pk, rk) == InRange(pk, rk).
+  storage::KeyRange Range() const;
+  // True iff the credentials reach the entities of `table`: any but a
+  // service SAS for another table, or an account SAS without entities
+  // (srt without 'o'). Whether such a table exists is not the caller's to
+  // learn.
+  bool ReachesTable(std::string_view table) const;
 };
+
+// True iff `grant` may use the reserved admin endpoints (/_reset, /_faults,
+// /_snapshots, and /_metrics beyond its public part): full Shared Key only.
+// Shared Key Lite does not sign the verb, so a captured Lite-signed GET
+// would replay as a PUT or DELETE; SAS and bearer tokens grant the Table API
+// only.
+bool GrantsAdmin(const AuthGrant& grant);
 
 struct Request;
 struct ServerContext;
@@ -70,6 +94,14 @@ std::optional<ErrorReply> Authenticate(const ServerContext& ctx, Request* req);
 // Checks that req->grant permits `op` on `table` (empty for service-level
 // operations).
 std::optional<ErrorReply> Authorize(const Request& req, Operation op, std::string_view table);
+
+// For a reserved endpoint whose path names no account (/_metrics): verifies
+// the Authorization header as Authenticate does, for the account the header
+// names (canonical resource /{account}{path}), then GrantsAdmin. Sets
+// *account on success. REQUIRES: the request carries an Authorization
+// header.
+std::optional<ErrorReply> AuthenticateSigner(const ServerContext& ctx, const Request& req,
+                                             std::string* account);
 
 // String-to-sign helpers (exposed for tests).
 std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,

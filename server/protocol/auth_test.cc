@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 #include "server/formats/base64.h"
 
 namespace cerulean::server {
@@ -64,6 +67,51 @@ TEST_CASE("SAS key range") {
   CHECK_FALSE(g.InRange("e", ""));
   g.erk = "m";
   CHECK_FALSE(g.InRange("d", "n"));
+}
+
+TEST_CASE("SAS key range as one interval: Range().Contains agrees with InRange") {
+  const std::vector<std::string> values = {"", "a", "b", "bb", "c", "d", "z"};
+  std::vector<AuthGrant> grants(6);
+  grants[1].spk = "b";
+  grants[2].spk = "b";
+  grants[2].srk = "c";
+  grants[3].epk = "c";
+  grants[4].epk = "c";
+  grants[4].erk = "b";
+  grants[5] = grants[2];
+  grants[5].epk = "d";
+  grants[5].erk = "a";
+  for (const AuthGrant& g : grants) {
+    for (const std::string& pk : values) {
+      for (const std::string& rk : values) {
+        CAPTURE(g.Range().ToString());
+        CAPTURE(pk + "/" + rk);
+        CHECK(g.Range().Contains(pk, rk) == g.InRange(pk, rk));
+      }
+    }
+  }
+}
+
+TEST_CASE("what a grant reaches: tables, and the reserved endpoints") {
+  AuthGrant g;
+  CHECK(g.ReachesTable("anything"));
+  CHECK(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kSharedKeyLite;
+  CHECK(g.ReachesTable("anything"));
+  CHECK_FALSE(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kServiceSas;
+  g.table = "orders";
+  CHECK(g.ReachesTable("Orders"));
+  CHECK_FALSE(g.ReachesTable("others"));
+  CHECK_FALSE(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kAccountSas;
+  g.resource_types = "sc";
+  CHECK_FALSE(g.ReachesTable("orders"));
+  g.resource_types = "sco";
+  CHECK(g.ReachesTable("orders"));
+  CHECK_FALSE(GrantsAdmin(g));
+  g.kind = AuthGrant::Kind::kBearer;
+  CHECK_FALSE(GrantsAdmin(g));
 }
 
 TEST_CASE("ACL XML round trip and limits") {

@@ -94,6 +94,7 @@ struct ServerOptions {
   bool oauth = false;             // --oauth basic: bearer tokens accepted (over HTTPS)
   bool force_path_style = false;  // --disableProductStyleUrl
   bool explorer = true;           // /_explorer is served (off: --disableExplorer)
+  bool public_metrics = false;    // /_metrics names every account to anyone (--publicMetrics)
 };
 
 struct ServerContext {

@@ -127,7 +127,9 @@ async function importKey(b64) {
 
 // Adds x-ms-date and Authorization (Shared Key) to `headers` for a request
 // to `url`. The string to sign: verb, Content-MD5, Content-Type, date and
-// the canonical resource /account/path[?comp=...].
+// the canonical resource /account/path[?comp=...]. Full Shared Key, not
+// Lite: the reserved endpoints (/_reset) take only a signature that covers
+// the verb.
 async function signSharedKey(method, url, headers) {
   const u = new URL(url);
   const date = new Date().toUTCString();

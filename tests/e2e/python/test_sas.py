@@ -6,7 +6,7 @@ import time
 import unittest
 
 from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
-from azure.core.exceptions import HttpResponseError
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.data.tables import (AccountSasPermissions, ResourceTypes, TableAccessPolicy, TableClient,
                                TableSasPermissions, TableServiceClient, TableTransactionError,
                                UpdateMode, generate_account_sas, generate_table_sas)
@@ -140,8 +140,33 @@ class TableSasTest(SasTestBase):
         self.assertEqual([e["PartitionKey"] for e in client.list_entities()], ["b", "c"])
         client.create_entity({"PartitionKey": "c", "RowKey": "2"})
         self.assert_forbidden("AuthorizationFailure", client.create_entity, {"PartitionKey": "d", "RowKey": "2"})
-        self.assert_forbidden("AuthorizationFailure", client.get_entity, "a", "1")
+        # A read outside the range finds nothing, whether the entity exists or not.
+        for row_key in ("1", "absent"):
+            with self.assertRaises(ResourceNotFoundError) as ctx:
+                client.get_entity("a", row_key)
+            self.assertEqual(error_code(ctx.exception), "ResourceNotFound")
         self.assertEqual(len(list(self.table.list_entities())), 5)
+
+    def test_row_key_bound_needs_partition_key_bound(self):
+        # The SDK signs a RowKey bound alone; Azure refuses such a SAS rather than grant the
+        # whole table.
+        for bound in ({"start_rk": "0"}, {"end_rk": "9"}):
+            client = self.sas_table(self.table_sas("r", **bound))
+            self.assert_forbidden("AuthenticationFailed", client.get_entity, "b", "1")
+            self.assert_forbidden("AuthenticationFailed", client.list_entities)
+        self.table.create_entity({"PartitionKey": "b", "RowKey": "5"})
+        client = self.sas_table(self.table_sas("r", start_pk="b", start_rk="2", end_pk="b"))
+        self.assertEqual([e["RowKey"] for e in client.list_entities()], ["5"])
+
+    def test_transaction_to_another_table_does_not_reveal_whether_it_exists(self):
+        other = self.new_table("other")
+        sas = self.table_sas("raud")
+        for name in (other.table_name, unique_name("absent")):
+            client = self.sas_table(sas, name=name)
+            with self.assertRaises(HttpResponseError) as ctx:
+                client.submit_transaction([("create", {"PartitionKey": "b", "RowKey": "9"})])
+            self.assertEqual(ctx.exception.status_code, 403, name)
+            self.assertEqual(error_code(ctx.exception), "AuthorizationFailure")
 
     def test_transaction_checks_each_operation(self):
         client = self.sas_table(self.table_sas("a"))
