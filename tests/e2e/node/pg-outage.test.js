@@ -230,7 +230,7 @@ describe('a database outage under two nodes', { skip }, () => {
       assert.match(node.stderr(), /database unreachable/);
       cluster('up');
       down = false;
-      await healthBecomes(node, 200);
+      for (const n of [node, ...nodes]) await healthBecomes(n, 200);
       await client(node, table).createTable();
       await client(node, table).createEntity({ partitionKey: 'p', rowKey: 'r' });
       assert.equal((await client(nodes[0], table).getEntity('p', 'r')).rowKey, 'r');
