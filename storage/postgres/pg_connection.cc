@@ -205,10 +205,11 @@ Status PgConnInfo::Parse(const std::string& url, PgConnInfo* out) {
     }
   }
   Pq().PQconninfoFree(options);
-  for (const auto& [key, value] : kDefaultSettings) {
+  for (const auto& setting : kDefaultSettings) {
+    const std::string_view key = setting.first;
     const bool given = std::any_of(info.settings_.begin(), info.settings_.end(),
-                                   [&](const auto& kv) { return kv.first == key; });
-    if (!given) info.settings_.emplace_back(key, value);
+                                   [key](const auto& kv) { return kv.first == key; });
+    if (!given) info.settings_.emplace_back(setting.first, setting.second);
   }
   const std::vector<std::string> hosts = SplitCommas(host), addrs = SplitCommas(hostaddr),
                                  ports = SplitCommas(port);

@@ -399,6 +399,28 @@ TEST_CASE("postgres: a statement that gets no answer in time ends with kBusy; th
   CHECK_MESSAGE(log.Count("unreachable") == 0, log.All());
 }
 
+TEST_CASE("postgres: the URL's own libpq settings win over the store's defaults") {
+  if (test::PgTestUrl() == nullptr) return;
+  const std::string url = test::PgTestUrl();
+  const std::string name = "cerulean_url_" + std::to_string(getpid());
+  std::unique_ptr<PgConnection> own, plain;
+  REQUIRE(PgConnection::Open(
+              url + (url.find('?') == std::string::npos ? "?" : "&") + "application_name=" + name,
+              "", &own)
+              .ok());
+  REQUIRE(PgConnection::Open(url, "", &plain).ok());
+  PgResult r;
+  REQUIRE(plain
+              ->Exec("SELECT current_setting('application_name'), (SELECT count(*) FROM "
+                     "pg_stat_activity WHERE application_name = $1)",
+                     PgParams().Text(name), &r)
+              .ok());
+  // Without a setting of its own, the store's (as for the keep-alives and
+  // timeouts); with one, the URL's.
+  CHECK(r.View(0, 0) == "cerulean");
+  CHECK(r.Int64(0, 1) == 1);
+}
+
 TEST_CASE("postgres: a pool whose connections are all in use answers kBusy after its deadline") {
   if (test::PgTestUrl() == nullptr) return;
   PgPoolOptions options;
