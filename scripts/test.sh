@@ -259,7 +259,8 @@ fi
 # missing, initdb in a temporary folder, a free loopback port), the storage
 # suite's PostgreSQL cases, and the Node and Python suites against servers
 # started with --database (a fresh database each); the cluster is removed
-# afterwards.
+# afterwards. Then the outage suite on that cluster, and the failover suite
+# on primary/standby pairs of its own.
 if wants postgres; then
   pg_state=$(mktemp -u "${TMPDIR:-/tmp}/cerulean-pg-state.XXXXXX")
   if pg_url=$(bash scripts/pg-test-cluster.sh start "$pg_state"); then
@@ -277,9 +278,14 @@ if wants postgres; then
         bash tests/e2e/python/run.sh
     fi
     if [[ -x $CERULEAN_BIN && -f tests/e2e/node/pg-outage.test.js ]]; then
-      # Alone: it stops and restarts the database under the servers.
+      # Alone: it stops, freezes and restarts the database under the servers.
       run_suite e2e-node-pg-outage "$e2e_timeout" env CERULEAN_E2E_DATABASE="$pg_url" \
         CERULEAN_E2E_PG_CLUSTER="$pg_state" node tests/e2e/node/run.js pg-outage.test.js
+    fi
+    if [[ -x $CERULEAN_BIN && -f tests/e2e/node/pg-failover.test.js ]]; then
+      # Primaries and synchronous standbys of its own, killed and frozen.
+      run_suite e2e-node-pg-failover "$e2e_timeout" env CERULEAN_E2E_PG_FAILOVER=1 \
+        node tests/e2e/node/run.js pg-failover.test.js
     fi
     bash scripts/pg-test-cluster.sh stop "$pg_state"
     trap - EXIT

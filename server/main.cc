@@ -88,6 +88,12 @@ storage::Result<std::unique_ptr<storage::Store>> OpenStore(const server::CliOpti
   if (!cli.database.empty()) {
     storage::PostgresStoreOptions pg_options;
     pg_options.url = cli.database;
+    // The database going away, coming back, or served by another host: one
+    // line on stderr per change, with the time (UTC).
+    pg_options.log = [](const std::string& line) {
+      std::fprintf(stderr, "%s cerulean: %s\n",
+                   storage::FormatDateTime(storage::NowTicks()).c_str(), line.c_str());
+    };
     auto pg = storage::PostgresStore::Open(pg_options);
     if (!pg.ok()) return pg.status();
     return std::unique_ptr<storage::Store>(std::move(pg).value());

@@ -263,7 +263,11 @@ class Store {
   // kNotFound if there is no snapshot `name`.
   virtual Status DeleteSnapshot(const std::string& account, const std::string& name) = 0;
 
-  // Usable for requests right now (health checks).
+  // Usable for requests right now (health checks): the store's last
+  // verdict. Never blocks (no I/O, no wait for a connection or a lock held
+  // by a request), so it may be called on a thread that serves connections;
+  // a store that learns its health by asking another process keeps the
+  // verdict up to date in the background.
   virtual bool Healthy() = 0;
 
   // Optional hint: true iff every read waits on another process (a

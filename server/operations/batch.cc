@@ -339,7 +339,11 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
   const std::vector<storage::WriteOp>& writes = outcome.ops;
   const storage::Status& s = outcome.status;
   if (!s.ok()) {
-    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption) {
+    // An unusable store (kBusy: a database that does not answer) is the
+    // whole request's failure, as Azure's 503 ServerBusy is, so that a
+    // client's retry policy sends the batch again; no operation refused it.
+    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption ||
+        s.code() == storage::StatusCode::kBusy) {
       return ErrorResponse(req, FromStatus(s));
     }
     size_t i = outcome.error.index < ops.size() ? outcome.error.index : 0;

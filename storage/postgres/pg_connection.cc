@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -17,11 +20,13 @@ namespace {
 // clang-format off
 #define CERULEAN_LIBPQ_FUNCTIONS(X)                                                         \
   X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQescapeIdentifier) \
-  X(PQexec) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetlength)     \
-  X(PQgetvalue) X(PQntuples) X(PQprepare) X(PQresultErrorField) X(PQresultErrorMessage)  \
-  X(PQresultStatus) X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)          \
-  X(PQenterPipelineMode) X(PQexitPipelineMode) X(PQpipelineSync) X(PQgetResult)         \
-  X(PQsendPrepare) X(PQsendQueryPrepared) X(PQsendQueryParams) X(PQsendQuery)
+  X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQntuples)     \
+  X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) X(PQsetNoticeProcessor) \
+  X(PQstatus) X(PQtransactionStatus) X(PQenterPipelineMode) X(PQexitPipelineMode)       \
+  X(PQpipelineSync) X(PQgetResult) X(PQsendPrepare) X(PQsendQueryPrepared)              \
+  X(PQsendQueryParams) X(PQsendQuery) X(PQconninfoParse) X(PQconninfoFree)              \
+  X(PQsetnonblocking) X(PQflush) X(PQconsumeInput) X(PQisBusy) X(PQsocket) X(PQhost)    \
+  X(PQport)
 // clang-format on
 
 struct LibPq {
@@ -56,18 +61,57 @@ constexpr unsigned kByteaOid = 17;
 constexpr unsigned kInt8Oid = 20;
 constexpr unsigned kTextOid = 25;
 
+// A read-only transaction: the connection reached a standby (the host it
+// opened on was demoted): it is dropped, and the next one finds the primary
+// (target_session_attrs=read-write).
+constexpr std::string_view kPgReadOnly = "25006";
+
 // SQLSTATE classes and codes that mean the database is unreachable or going
 // away rather than refusing this statement: 08 connection exceptions,
-// 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now).
+// 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now), and a
+// standby where the primary was.
 bool Unavailable(std::string_view sqlstate) {
   return sqlstate.substr(0, 2) == "08" || sqlstate == "57P01" || sqlstate == "57P02" ||
-         sqlstate == "57P03";
+         sqlstate == "57P03" || sqlstate == kPgReadOnly;
+}
+
+// Settings a connection string may leave out, and Cerulean's values for them
+// (storage/README.md, "Timeouts"): each host gets connect_timeout seconds
+// (libpq's least) to accept and answer the start-up; keep-alives find an idle
+// pooled connection whose peer vanished within ~8 s; tcp_user_timeout drops a
+// connection whose sent data stays unacknowledged as long as a round trip may
+// take.
+constexpr std::pair<const char*, const char*> kDefaultSettings[] = {
+    {"connect_timeout", "2"},         {"keepalives", "1"},       {"keepalives_idle", "5"},
+    {"keepalives_interval", "1"},     {"keepalives_count", "3"}, {"tcp_user_timeout", "5000"},
+    {"application_name", "cerulean"},
+};
+
+// How often a round trip in flight looks whether its pool gave the
+// connection up (PgPool::Invalidate).
+constexpr std::chrono::milliseconds kInvalidationCheck{100};
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  size_t from = 0;
+  for (size_t comma; (comma = s.find(',', from)) != std::string::npos; from = comma + 1) {
+    out.push_back(s.substr(from, comma - from));
+  }
+  out.push_back(s.substr(from));
+  return out;
 }
 
 std::string Trim(const char* msg) {
   std::string s = msg != nullptr ? msg : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  // libpq's multi-line messages (one per host tried) on one line.
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c != ' ' || (!out.empty() && out.back() != ' ')) out += c;
+  }
+  return out;
 }
 }  // namespace
 
@@ -136,36 +180,178 @@ int64_t PgResult::Affected() const {
   return *n != '\0' ? std::strtoll(n, nullptr, 10) : 0;
 }
 
-Status PgConnection::Open(const std::string& url, const std::string& schema,
+Status PgConnInfo::Parse(const std::string& url, PgConnInfo* out) {
+  if (!Pq().error.empty()) return Status::IOError(Pq().error);
+  char* error = nullptr;
+  PQconninfoOption* options = Pq().PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    std::string why = error != nullptr ? Trim(error) : "out of memory";
+    if (error != nullptr) Pq().PQfreemem(error);
+    return Status::InvalidArgument("database URL: " + why);
+  }
+  PgConnInfo info;
+  std::string host, hostaddr, port;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    const std::string_view key = o->keyword;
+    if (key == "host") {
+      host = o->val;
+    } else if (key == "hostaddr") {
+      hostaddr = o->val;
+    } else if (key == "port") {
+      port = o->val;
+    } else {
+      info.settings_.emplace_back(o->keyword, o->val);
+    }
+  }
+  Pq().PQconninfoFree(options);
+  for (const auto& setting : kDefaultSettings) {
+    const std::string_view key = setting.first;
+    const bool given = std::any_of(info.settings_.begin(), info.settings_.end(),
+                                   [key](const auto& kv) { return kv.first == key; });
+    if (!given) info.settings_.emplace_back(setting.first, setting.second);
+  }
+  const std::vector<std::string> hosts = SplitCommas(host), addrs = SplitCommas(hostaddr),
+                                 ports = SplitCommas(port);
+  const size_t n = std::max(hosts.size(), addrs.size());
+  const bool listed = n > 1 && (hosts.empty() || hosts.size() == n) &&
+                      (addrs.empty() || addrs.size() == n) &&
+                      (ports.size() <= 1 || ports.size() == n);
+  if (listed) {
+    for (size_t i = 0; i < n; ++i) {
+      info.hosts_.push_back({hosts.empty() ? "" : hosts[i], addrs.empty() ? "" : addrs[i],
+                             ports.empty() ? "" : ports[ports.size() == 1 ? 0 : i]});
+    }
+  } else {
+    // One host (nothing to rotate), or lists libpq itself will judge.
+    if (!host.empty()) info.settings_.emplace_back("host", host);
+    if (!hostaddr.empty()) info.settings_.emplace_back("hostaddr", hostaddr);
+    if (!port.empty()) info.settings_.emplace_back("port", port);
+  }
+  *out = std::move(info);
+  return Status::Ok();
+}
+
+size_t PgConnInfo::IndexOf(std::string_view host, std::string_view port) const {
+  if (hosts_.empty()) return 0;
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    const Host& h = hosts_[i];
+    const bool same_host = h.host.empty() ? h.hostaddr == host : h.host == host;
+    if (same_host && (h.port.empty() || h.port == port)) return i;
+  }
+  return hosts();
+}
+
+void PgConnInfo::Arrays(size_t first, std::vector<std::string>* storage,
+                        std::vector<const char*>* keys, std::vector<const char*>* values) const {
+  storage->clear();
+  keys->clear();
+  values->clear();
+  if (!hosts_.empty()) {
+    std::string host, hostaddr, port;
+    bool any_host = false, any_addr = false, any_port = false;
+    for (size_t k = 0; k < hosts_.size(); ++k) {
+      const Host& h = hosts_[(first + k) % hosts_.size()];
+      const char* sep = k == 0 ? "" : ",";
+      host += sep + h.host;
+      hostaddr += sep + h.hostaddr;
+      port += sep + h.port;
+      any_host |= !h.host.empty();
+      any_addr |= !h.hostaddr.empty();
+      any_port |= !h.port.empty();
+    }
+    // Views into *storage: reserve so that they stay put.
+    storage->reserve(3);
+    if (any_host) {
+      storage->push_back(std::move(host));
+      keys->push_back("host");
+      values->push_back(storage->back().c_str());
+    }
+    if (any_addr) {
+      storage->push_back(std::move(hostaddr));
+      keys->push_back("hostaddr");
+      values->push_back(storage->back().c_str());
+    }
+    if (any_port) {
+      storage->push_back(std::move(port));
+      keys->push_back("port");
+      values->push_back(storage->back().c_str());
+    }
+  }
+  for (const auto& [key, value] : settings_) {
+    keys->push_back(key.c_str());
+    values->push_back(value.c_str());
+  }
+  keys->push_back(nullptr);
+  values->push_back(nullptr);
+}
+
+Status PgConnection::Open(const PgConnInfo& info, const PgConnectionOptions& options,
                           std::unique_ptr<PgConnection>* out) {
   std::unique_ptr<PgConnection> c(new PgConnection());
-  c->url_ = url;
-  c->schema_ = schema;
+  c->info_ = &info;
+  c->options_ = options;
+  c->timeout_ = options.round_trip_timeout;
   Status s = c->Reconnect();
   if (!s.ok()) return s;
   *out = std::move(c);
   return Status::Ok();
 }
 
+Status PgConnection::Open(const std::string& url, const std::string& schema,
+                          std::unique_ptr<PgConnection>* out) {
+  auto info = std::make_unique<PgConnInfo>();
+  Status s = PgConnInfo::Parse(url, info.get());
+  if (!s.ok()) return s;
+  PgConnectionOptions options;
+  options.schema = schema;
+  std::unique_ptr<PgConnection> c;
+  s = Open(*info, options, &c);
+  if (!s.ok()) return s;
+  c->own_info_ = std::move(info);
+  *out = std::move(c);
+  return Status::Ok();
+}
+
 PgConnection::~PgConnection() {
+  // Non-blocking: the goodbye message is sent if the socket takes it.
   if (conn_ != nullptr) Pq().PQfinish(conn_);
 }
 
 Status PgConnection::Reconnect() {
   if (!Pq().error.empty()) return Status::IOError(Pq().error);
   if (conn_ != nullptr) Pq().PQfinish(conn_);
+  conn_ = nullptr;
   prepared_.clear();
   memo_.clear();
   rollback_sent_ = false;
-  // connect_timeout bounds a connection attempt to an unreachable host (the
-  // default waits as long as TCP does); a URL's own setting wins.
-  const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {url_.c_str(), "5", "cerulean", nullptr};
-  conn_ = Pq().PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  if (conn_ == nullptr || Pq().PQstatus(conn_) != CONNECTION_OK) {
-    std::string msg = conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_)) : "out of memory";
-    return Status::Busy("database unavailable: " + msg);
+  timed_out_ = false;
+  last_error_.clear();
+  if (options_.generation_source != nullptr) {
+    options_.generation = options_.generation_source->load(std::memory_order_acquire);
   }
+  std::vector<std::string> storage;
+  std::vector<const char*> keys, values;
+  info_->Arrays(options_.first_host_source != nullptr
+                    ? options_.first_host_source->load(std::memory_order_relaxed)
+                    : 0,
+                &storage, &keys, &values);
+  // Blocking, bounded by connect_timeout per host (libpq moves on to the
+  // next host when one's time is up).
+  PGconn* conn = Pq().PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/0);
+  if (conn == nullptr || Pq().PQstatus(conn) != CONNECTION_OK) {
+    last_error_ = conn != nullptr ? Trim(Pq().PQerrorMessage(conn)) : "out of memory";
+    if (conn != nullptr) Pq().PQfinish(conn);
+    return Status::Busy("database unavailable: " + last_error_);
+  }
+  conn_ = conn;
+  // From here on nothing waits in libpq: sends queue what the socket does not
+  // take, and Await() waits with a deadline.
+  if (Pq().PQsetnonblocking(conn_, 1) != 0) {
+    Drop("cannot enter non-blocking mode", false);
+    return Status::Busy("database unavailable: " + last_error_);
+  }
+  host_index_ = info_->IndexOf(Pq().PQhost(conn_), Pq().PQport(conn_));
   // NOTICEs (e.g. "relation already exists, skipping") are not errors.
   Pq().PQsetNoticeProcessor(
       conn_, [](void*, const char*) {}, nullptr);
@@ -175,14 +361,15 @@ Status PgConnection::Reconnect() {
   // server without the setting (CockroachDB, YugabyteDB's own planner)
   // refuses it, which changes nothing.
   static_cast<void>(Command("SET enable_bitmapscan = off"));
-  if (!schema_.empty()) {
-    char* ident = Pq().PQescapeIdentifier(conn_, schema_.c_str(), schema_.size());
-    if (ident == nullptr) return Status::InvalidArgument("bad schema name " + schema_);
+  if (!options_.schema.empty() && conn_ != nullptr) {
+    char* ident = Pq().PQescapeIdentifier(conn_, options_.schema.c_str(), options_.schema.size());
+    if (ident == nullptr) return Status::InvalidArgument("bad schema name " + options_.schema);
     std::string sql = std::string("SET search_path TO ") + ident;
     Pq().PQfreemem(ident);
     Status s = Command(sql);
     if (!s.ok()) return s;
   }
+  if (Broken()) return Status::Busy("database unavailable: " + last_error_);
   return Status::Ok();
 }
 
@@ -190,21 +377,97 @@ bool PgConnection::Broken() const {
   return conn_ == nullptr || Pq().PQstatus(conn_) != CONNECTION_OK;
 }
 
+void PgConnection::StartLease(PgDeadline deadline) {
+  fresh_ = true;
+  timeout_ = deadline == PgDeadline::kLong ? options_.long_round_trip_timeout
+                                           : options_.round_trip_timeout;
+}
+
+std::string PgConnection::HostPort() const {
+  if (conn_ == nullptr) return "";
+  return std::string(Pq().PQhost(conn_)) + ":" + Pq().PQport(conn_);
+}
+
+void PgConnection::Drop(std::string why, bool timed_out) {
+  if (conn_ == nullptr) return;
+  Pq().PQfinish(conn_);
+  conn_ = nullptr;
+  last_error_ = std::move(why);
+  timed_out_ = timed_out;
+}
+
+std::chrono::steady_clock::time_point PgConnection::Deadline() const {
+  return std::chrono::steady_clock::now() + timeout_;
+}
+
+bool PgConnection::Await(std::chrono::steady_clock::time_point deadline) {
+  if (conn_ == nullptr) return false;
+  for (;;) {
+    const int flushed = Pq().PQflush(conn_);  // 0: all sent; 1: some still queued
+    if (flushed < 0) {
+      Drop(Trim(Pq().PQerrorMessage(conn_)), false);
+      return false;
+    }
+    if (flushed == 0 && Pq().PQisBusy(conn_) == 0) return true;
+    if (options_.generation_source != nullptr &&
+        options_.generation_source->load(std::memory_order_acquire) != options_.generation) {
+      Drop("the database stopped answering", true);
+      return false;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      Drop("no answer within " + std::to_string(timeout_.count()) + " ms", true);
+      return false;
+    }
+    auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    if (options_.generation_source != nullptr) wait = std::min(wait, kInvalidationCheck);
+    pollfd p{Pq().PQsocket(conn_), static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0};
+    const int ready = poll(&p, 1, static_cast<int>(wait.count()));
+    if (ready < 0 && errno != EINTR) {
+      Drop(std::string("poll: ") + std::strerror(errno), false);
+      return false;
+    }
+    // Read what came (an answer, an error, the end of the connection); a
+    // write that waits for room may also wait for the server to be read.
+    if (ready > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
+        Pq().PQconsumeInput(conn_) == 0) {
+      Drop(Trim(Pq().PQerrorMessage(conn_)), false);
+      return false;
+    }
+  }
+}
+
+PGresult* PgConnection::Collect(std::chrono::steady_clock::time_point deadline) {
+  PGresult* last = nullptr;
+  for (;;) {
+    if (!Await(deadline)) {
+      if (last != nullptr) Pq().PQclear(last);
+      return nullptr;
+    }
+    PGresult* r = Pq().PQgetResult(conn_);
+    if (r == nullptr) return last;
+    if (last != nullptr) Pq().PQclear(last);
+    last = r;
+  }
+}
+
 Status PgConnection::Fail(PGresult* res, std::string_view what, std::string* sqlstate) {
   const char* state = res != nullptr ? Pq().PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state != nullptr ? state : "";
-  std::string msg =
-      std::string(what) + ": " +
-      (res != nullptr ? Trim(Pq().PQresultErrorMessage(res)) : Trim(Pq().PQerrorMessage(conn_)));
+  std::string detail = res != nullptr     ? Trim(Pq().PQresultErrorMessage(res))
+                       : conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_))
+                                          : last_error_;
+  std::string msg = std::string(what) + ": " + detail;
   if (res != nullptr) Pq().PQclear(res);
   if (sqlstate != nullptr) *sqlstate = code;
+  if (code == kPgReadOnly) Drop(detail, false);
   if (Broken() || Unavailable(code)) return Status::Busy("database unavailable: " + msg);
   if (PgRetryable(code)) return Status::Busy(msg);
   return Status::IOError(msg);
 }
 
 bool PgConnection::ReopenForRetry(bool fresh, int attempt, PGresult** res) {
-  if (!fresh || attempt != 0 || !Broken()) return false;
+  if (!fresh || attempt != 0 || !Broken() || timed_out_) return false;
   if (*res != nullptr) {
     Pq().PQclear(*res);
     *res = nullptr;
@@ -217,22 +480,31 @@ Status PgConnection::Exec(std::string_view sql, const PgParams& params, PgResult
   Settle();
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
-    auto it = prepared_.find(sql);
     PGresult* res = nullptr;
+    if (conn_ == nullptr) {
+      if (ReopenForRetry(fresh, attempt, &res)) continue;
+      return Fail(nullptr, "statement", sqlstate);
+    }
+    auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
       std::string name = "s" + std::to_string(next_statement_++);
-      res = Pq().PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
-                           static_cast<int>(params.size()), params.types_.data());
+      if (Pq().PQsendPrepare(conn_, name.c_str(), std::string(sql).c_str(),
+                             static_cast<int>(params.size()), params.types_.data()) == 1) {
+        res = Collect(Deadline());
+      }
       if (res == nullptr || Pq().PQresultStatus(res) != PGRES_COMMAND_OK) {
         if (ReopenForRetry(fresh, attempt, &res)) continue;
         return Fail(res, "prepare", sqlstate);
       }
       Pq().PQclear(res);
+      res = nullptr;
       it = prepared_.emplace(std::string(sql), std::move(name)).first;
     }
-    res = Pq().PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
-                              params.values_.data(), params.lengths_.data(), params.formats_.data(),
-                              /*resultFormat=*/1);
+    if (Pq().PQsendQueryPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
+                                 params.values_.data(), params.lengths_.data(),
+                                 params.formats_.data(), /*resultFormat=*/1) == 1) {
+      res = Collect(Deadline());
+    }
     ExecStatusType st = res != nullptr ? Pq().PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
       if (out != nullptr) {
@@ -298,10 +570,13 @@ Status PgConnection::PipelineOnce(const std::vector<PgStatement>& stmts,
     }
   }
   if (sent) sent = Pq().PQpipelineSync(conn_) == 1;
+  // One deadline for the whole round trip.
+  const auto deadline = Deadline();
   // Each command's result is followed by a null; the sync by none.
   auto next = [&]() -> PGresult* {
+    if (!Await(deadline)) return nullptr;
     PGresult* r = Pq().PQgetResult(conn_);
-    if (r != nullptr && Pq().PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+    if (r != nullptr && Pq().PQresultStatus(r) != PGRES_PIPELINE_SYNC && Await(deadline)) {
       PGresult* end = Pq().PQgetResult(conn_);
       if (end != nullptr) Pq().PQclear(end);
     }
@@ -335,18 +610,18 @@ Status PgConnection::PipelineOnce(const std::vector<PgStatement>& stmts,
     }
   }
   if (!lost) {
-    PGresult* r = Pq().PQgetResult(conn_);
+    PGresult* r = Await(deadline) ? Pq().PQgetResult(conn_) : nullptr;
     lost = r == nullptr || Pq().PQresultStatus(r) != PGRES_PIPELINE_SYNC;
     if (r != nullptr) Pq().PQclear(r);
   }
   for (size_t i = confirmed; i < new_prepares.size(); ++i) prepared_.erase(new_prepares[i]);
-  if (lost || Pq().PQexitPipelineMode(conn_) != 1) {
+  if (lost || conn_ == nullptr || Pq().PQexitPipelineMode(conn_) != 1) {
     // Out of step with the server: drop the connection (Broken() is then
     // true and the pool opens a fresh one).
     if (error != nullptr) Pq().PQclear(error);
     Status s = Fail(nullptr, "pipeline", sqlstate);
-    Pq().PQfinish(conn_);
-    conn_ = nullptr;
+    Drop(last_error_.empty() && conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_)) : last_error_,
+         false);
     if (s.code() == StatusCode::kBusy) return s;
     return Status::Busy("database unavailable: " + s.message());
   }
@@ -372,7 +647,8 @@ Status PgConnection::Command(const std::string& sql, std::string* sqlstate) {
   Settle();
   for (int attempt = 0;; ++attempt) {
     const bool fresh = std::exchange(fresh_, false);
-    PGresult* res = Pq().PQexec(conn_, sql.c_str());
+    PGresult* res = nullptr;
+    if (conn_ != nullptr && Pq().PQsendQuery(conn_, sql.c_str()) == 1) res = Collect(Deadline());
     ExecStatusType st = res != nullptr ? Pq().PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
       Pq().PQclear(res);
@@ -390,12 +666,12 @@ void PgConnection::RollbackIfActive() {
   if (t == PQTRANS_INTRANS || t == PQTRANS_INERROR) {
     // Sent, not awaited: the next statement on this connection collects
     // the answer (long there by then), so ending a read-only scan costs
-    // its request no round trip.
-    if (Pq().PQsendQuery(conn_, "ROLLBACK") == 1) {
+    // its request no round trip. It must have left, though: a transaction
+    // held open in the pool would keep its locks.
+    if (Pq().PQsendQuery(conn_, "ROLLBACK") == 1 && Pq().PQflush(conn_) == 0) {
       rollback_sent_ = true;
     } else {
-      Pq().PQfinish(conn_);
-      conn_ = nullptr;
+      Drop("could not send ROLLBACK", false);
     }
   }
 }
@@ -404,29 +680,35 @@ void PgConnection::Settle() {
   if (!rollback_sent_) return;
   rollback_sent_ = false;
   if (conn_ == nullptr) return;
-  bool ok = true;
-  while (PGresult* r = Pq().PQgetResult(conn_)) {
-    ok = ok && Pq().PQresultStatus(r) == PGRES_COMMAND_OK;
-    Pq().PQclear(r);
-  }
-  if (!ok || Pq().PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+  PGresult* r = Collect(Deadline());
+  const bool ok = r != nullptr && Pq().PQresultStatus(r) == PGRES_COMMAND_OK;
+  if (r != nullptr) Pq().PQclear(r);
+  if (conn_ != nullptr && (!ok || Pq().PQtransactionStatus(conn_) != PQTRANS_IDLE)) {
     // A transaction that may still be open must not reach the next user.
-    Pq().PQfinish(conn_);
-    conn_ = nullptr;
+    Drop("ROLLBACK failed", false);
   }
 }
 
-PgPool::PgPool(std::string url, std::string schema, size_t size)
-    : url_(std::move(url)), schema_(std::move(schema)), size_(size < 1 ? 1 : size) {}
+PgPool::PgPool(PgPoolOptions options) : options_(std::move(options)) {}
 
 PgPool::~PgPool() = default;
 
 Status PgPool::Acquire(std::unique_ptr<PgConnection>* out) {
+  static const Status kUnreachable = Status::Busy("database unavailable: it does not answer");
+  if (!reachable()) return kUnreachable;
+  const size_t size = std::max<size_t>(1, options_.size);
+  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
   std::unique_lock<std::mutex> lock(mu_);
   bool waited = false;
-  while (idle_.empty() && open_ >= size_) {
+  while (idle_.empty() && open_ >= size) {
     waited = true;
-    cv_.wait(lock);
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= size) {
+      ++waits_;
+      return Status::Busy("database unavailable: no connection came free within " +
+                          std::to_string(options_.acquire_timeout.count()) + " ms");
+    }
+    if (!reachable()) return kUnreachable;
   }
   if (waited) ++waits_;
   if (!idle_.empty()) {
@@ -437,8 +719,15 @@ Status PgPool::Acquire(std::unique_ptr<PgConnection>* out) {
   }
   ++open_;
   lock.unlock();
+  PgConnectionOptions o;
+  o.schema = options_.schema;
+  o.round_trip_timeout = options_.round_trip_timeout;
+  o.long_round_trip_timeout = options_.long_round_trip_timeout;
+  o.first_host_source = &first_host_;
+  o.generation_source = &generation_;
   std::unique_ptr<PgConnection> conn;
-  Status s = PgConnection::Open(url_, schema_, &conn);
+  Status s = PgConnection::Open(options_.info, o, &conn);
+  if (s.ok()) NoteServingHost(conn->host_index());
   lock.lock();
   if (!s.ok()) {
     --open_;
@@ -454,13 +743,53 @@ void PgPool::Release(std::unique_ptr<PgConnection> conn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_use_;
-    if (conn->Broken()) {
+    if (conn->Broken() || conn->generation() != generation_.load(std::memory_order_acquire)) {
       --open_;
     } else {
       idle_.push_back(std::move(conn));
     }
   }
   cv_.notify_one();
+  // A dropped connection closes here, outside the lock.
+}
+
+Status PgPool::OpenUnpooled(const std::string& schema, std::chrono::milliseconds round_trip,
+                            std::unique_ptr<PgConnection>* out) {
+  PgConnectionOptions o;
+  o.schema = schema;
+  o.round_trip_timeout = round_trip;
+  o.long_round_trip_timeout = round_trip;
+  o.first_host_source = &first_host_;
+  Status s = PgConnection::Open(options_.info, o, out);
+  if (s.ok()) NoteServingHost((*out)->host_index());
+  return s;
+}
+
+void PgPool::NoteServingHost(size_t index) {
+  if (index < options_.info.hosts()) first_host_.store(index, std::memory_order_relaxed);
+}
+
+void PgPool::NoteSilentHost(size_t index) {
+  const size_t n = options_.info.hosts();
+  size_t expected = index;
+  if (n > 1) first_host_.compare_exchange_strong(expected, (index + 1) % n);
+}
+
+void PgPool::SetReachable(bool reachable) {
+  reachable_.store(reachable, std::memory_order_release);
+  // Waiters for a connection give up at once.
+  if (!reachable) cv_.notify_all();
+}
+
+void PgPool::Invalidate() {
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  std::vector<std::unique_ptr<PgConnection>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(idle_);
+    open_ -= dropped.size();
+  }
+  cv_.notify_all();
 }
 
 size_t PgPool::open() const {

@@ -1,11 +1,16 @@
 // PgConnection: one libpq connection with its prepared statements, and
 // PgPool, the connections a PostgresStore shares between threads. Values are
-// always bound (PQexecPrepared), never spliced into SQL text; results come
-// in binary format.
+// always bound (prepared statements), never spliced into SQL text; results
+// come in binary format. Every round trip has a deadline: libpq runs in
+// non-blocking mode and the answer is awaited with poll(), so a database that
+// stops answering (a frozen host, a cut network: its kernel may still
+// acknowledge TCP) costs a caller a bounded wait, then kBusy, never a hang.
 // Thread-safety: a PgConnection is used by one thread at a time (a PgLease
-// hands it out); PgPool is thread-safe.
+// hands it out); PgConnInfo is immutable; PgPool is thread-safe.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -87,10 +92,71 @@ struct PgStatement {
   PgParams params;       // prepared on first use, like Exec; none: sent unprepared
 };
 
+// A connection string parsed by libpq, with Cerulean's defaults for the
+// settings it leaves out (connect_timeout, TCP keep-alives, tcp_user_timeout,
+// application_name: storage/README.md, "Timeouts"); a setting in the string
+// wins. A multi-host string (`postgresql://u@h1:p1,h2:p2/db`) is tried host
+// by host, as libpq does, but starting at a chosen host: the one that served
+// last, so that a failed host at the head of the list does not cost every new
+// connection its connect_timeout.
+class PgConnInfo {
+ public:
+  // kInvalidArgument if libpq cannot parse `url` (a libpq connection string
+  // or a postgresql:// URL); kIOError if libpq cannot be loaded.
+  static Status Parse(const std::string& url, PgConnInfo* out);
+
+  // Hosts in the string (at least 1: one host or the default).
+  size_t hosts() const { return hosts_.empty() ? 1 : hosts_.size(); }
+  // The position of host:port (as PQhost/PQport report them) in the list, or
+  // hosts() if it is not there.
+  size_t IndexOf(std::string_view host, std::string_view port) const;
+
+ private:
+  friend class PgConnection;
+  struct Host {
+    std::string host, hostaddr, port;
+  };
+  // Keywords and values for PQconnectdbParams, hosts rotated to start at
+  // `first`; the views live as long as this object and *storage.
+  void Arrays(size_t first, std::vector<std::string>* storage, std::vector<const char*>* keys,
+              std::vector<const char*>* values) const;
+  std::vector<std::pair<std::string, std::string>> settings_;  // but host, hostaddr, port
+  std::vector<Host> hosts_;                                    // empty: libpq's default
+};
+
+// How long a connection's round trips may wait for the database's answer.
+enum class PgDeadline {
+  kRequest,  // PgConnectionOptions::round_trip_timeout
+  kLong,     // long_round_trip_timeout: snapshots, usage counts, reaping
+};
+
+struct PgConnectionOptions {
+  // Schema for the search_path; empty: the connection's default.
+  std::string schema;
+  // A round trip (a statement, or a pipeline of them) not answered within
+  // this is abandoned: the connection is closed (not cancelled: PQcancel
+  // opens a connection to the same host, which may hang the same way) and
+  // the call returns kBusy. A write whose COMMIT was sent may or may not
+  // have happened then.
+  std::chrono::milliseconds round_trip_timeout{5000};
+  std::chrono::milliseconds long_round_trip_timeout{300000};
+  // If set, each (re)connection tries the hosts starting at this one
+  // (PgConnInfo); else at the first.
+  const std::atomic<size_t>* first_host_source = nullptr;
+  // If set, a round trip is abandoned as soon as *generation_source differs
+  // from its value when the connection opened (PgPool::Invalidate).
+  const std::atomic<uint64_t>* generation_source = nullptr;
+  uint64_t generation = 0;  // set when connecting
+};
+
 class PgConnection {
  public:
-  // Connects to `url` (a libpq connection string or postgresql:// URL) and,
-  // if `schema` is not empty, sets the search_path to it.
+  // Connects to `info`'s database and, if options.schema is not empty, sets
+  // the search_path to it. kBusy if it cannot be reached (libpq's
+  // connect_timeout bounds each host's attempt).
+  static Status Open(const PgConnInfo& info, const PgConnectionOptions& options,
+                     std::unique_ptr<PgConnection>* out);
+  // The same for a URL, with the default options (tests, tools).
   static Status Open(const std::string& url, const std::string& schema,
                      std::unique_ptr<PgConnection>* out);
   ~PgConnection();
@@ -99,7 +165,7 @@ class PgConnection {
 
   // Runs `sql` as a prepared statement (prepared on first use on this
   // connection) with `params`. On failure *sqlstate (if given) holds the
-  // SQLSTATE ("" when the connection itself failed).
+  // SQLSTATE ("" when the connection itself failed or timed out).
   Status Exec(std::string_view sql, const PgParams& params, PgResult* out = nullptr,
               std::string* sqlstate = nullptr);
   // Runs `stmts` in order in one round trip (libpq pipeline mode):
@@ -120,12 +186,21 @@ class PgConnection {
   // without waiting; the next statement settles it first).
   void RollbackIfActive();
 
-  // The connection is gone (server restart, network): the pool drops it.
+  // The connection is gone (server restart, network, a deadline passed):
+  // the pool drops it.
   bool Broken() const;
-  // True until this lease's first statement ran: a statement that fails on
-  // a broken connection then is retried once on a fresh one (nothing of
-  // the lease's work can have been lost).
-  void StartLease() { fresh_ = true; }
+  // Starts a lease: until its first statement ran, a statement that fails
+  // on a broken connection is retried once on a fresh one (nothing of the
+  // lease's work can have been lost); round trips get `deadline`'s timeout.
+  void StartLease(PgDeadline deadline);
+  // The host and port that serve this connection (PQhost, PQport).
+  std::string HostPort() const;
+  // The position of that host in the connection string (PgConnInfo).
+  size_t host_index() const { return host_index_; }
+  uint64_t generation() const { return options_.generation; }
+  // The connection was dropped because the database did not answer in time
+  // (or its pool gave it up), rather than found dead.
+  bool timed_out() const { return timed_out_; }
 
  private:
   PgConnection() = default;
@@ -138,15 +213,35 @@ class PgConnection {
   // connection while it sat in the pool: then the connection is re-opened and
   // the statement tried once more. True iff the caller should retry; frees
   // *res and sets it to null whenever it reconnects (Fail then reports the
-  // connection's own error).
+  // connection's own error). Not after a deadline passed: the database did
+  // not answer, and a new connection would wait the same way.
   bool ReopenForRetry(bool fresh, int attempt, pg_result** res);
   // One attempt of Pipeline; a connection found out of step with the server
   // is dropped (Broken() is then true).
   Status PipelineOnce(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
                       size_t* failed, std::string* sqlstate);
+  // The deadline of a round trip that starts now.
+  std::chrono::steady_clock::time_point Deadline() const;
+  // Sends what libpq buffered and waits until PQgetResult will not block.
+  // False if the connection failed, the deadline passed or the pool
+  // invalidated the connection: then it is closed (Broken()) and
+  // last_error_ says why.
+  bool Await(std::chrono::steady_clock::time_point deadline);
+  // Awaits the answer of the command sent and returns its (last) result,
+  // having read to its end; null if Await failed.
+  pg_result* Collect(std::chrono::steady_clock::time_point deadline);
+  // Closes the connection, remembering why (Broken() is then true).
+  void Drop(std::string why, bool timed_out);
+
   pg_conn* conn_ = nullptr;
+  const PgConnInfo* info_ = nullptr;      // outlives the connection (the pool's or the caller's)
+  std::unique_ptr<PgConnInfo> own_info_;  // for Open(url, ...)
+  PgConnectionOptions options_;
+  std::chrono::milliseconds timeout_{0};  // of the current lease's round trips
+  size_t host_index_ = 0;
+  std::string last_error_;       // why the connection was dropped
+  bool timed_out_ = false;       // dropped because the database did not answer
   uint64_t next_statement_ = 0;  // names s0, s1, ... of prepared statements
-  std::string url_, schema_;
   bool fresh_ = false;
   bool rollback_sent_ = false;  // its answer not yet read
   struct Hash {
@@ -158,16 +253,51 @@ class PgConnection {
   std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> memo_;
 };
 
+struct PgPoolOptions {
+  PgConnInfo info;
+  std::string schema;
+  size_t size = 16;
+  // How long Acquire waits for a free connection before kBusy.
+  std::chrono::milliseconds acquire_timeout{5000};
+  std::chrono::milliseconds round_trip_timeout{5000};
+  std::chrono::milliseconds long_round_trip_timeout{300000};
+};
+
 // Up to `size` connections, opened as threads need them; a broken one is
-// dropped when returned, so the next lease opens a fresh one.
+// dropped when returned, so the next lease opens a fresh one. While the
+// database is marked unreachable (SetReachable, by the store's prober)
+// Acquire fails at once instead of waiting for a connection attempt.
 class PgPool {
  public:
-  PgPool(std::string url, std::string schema, size_t size);
+  explicit PgPool(PgPoolOptions options);
   ~PgPool();
-  // A connection, waiting while all `size` are in use. kBusy if none is
-  // idle and opening one fails (the database is down).
+  // A connection, waiting up to acquire_timeout while all `size` are in
+  // use. kBusy if the database is marked unreachable, if none came free in
+  // time, or if none is idle and opening one fails.
   Status Acquire(std::unique_ptr<PgConnection>* out);
   void Release(std::unique_ptr<PgConnection> conn);
+
+  // Opens a connection that is not the pool's (the prober, the schema), to
+  // the hosts starting at the one that served last, with round trips of
+  // `round_trip` at most; it is not invalidated.
+  Status OpenUnpooled(const std::string& schema, std::chrono::milliseconds round_trip,
+                      std::unique_ptr<PgConnection>* out);
+  // Notes that host `index` of the connection string serves: later
+  // connections try it first.
+  void NoteServingHost(size_t index);
+  // Notes that host `index` stopped answering: if later connections would
+  // try it first, they start at the next one instead (which may be the
+  // standby being promoted), so that the silent host's connect_timeout is
+  // not paid first.
+  void NoteSilentHost(size_t index);
+
+  // The prober's verdict: while false, Acquire fails at once.
+  void SetReachable(bool reachable);
+  bool reachable() const { return reachable_.load(std::memory_order_acquire); }
+  // Drops every connection open now: idle ones at once, those in use when
+  // they are returned; a round trip in flight on one of them is abandoned
+  // within ~100 ms (kBusy).
+  void Invalidate();
 
   // Metrics: connections open and in use, and acquisitions that waited.
   size_t open() const;
@@ -175,8 +305,10 @@ class PgPool {
   uint64_t waits() const;
 
  private:
-  const std::string url_, schema_;
-  const size_t size_;
+  const PgPoolOptions options_;
+  std::atomic<bool> reachable_{true};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<size_t> first_host_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by mu_
@@ -189,9 +321,9 @@ class PgPool {
 // if a transaction was left open) when the lease ends.
 class PgLease {
  public:
-  explicit PgLease(PgPool* pool) : pool_(pool) {
+  explicit PgLease(PgPool* pool, PgDeadline deadline = PgDeadline::kRequest) : pool_(pool) {
     status_ = pool_->Acquire(&conn_);
-    if (conn_) conn_->StartLease();
+    if (conn_) conn_->StartLease(deadline);
   }
   ~PgLease() {
     if (conn_) {

@@ -47,12 +47,13 @@ class PostgresStore::Timed {
 
 // Runs `body` (PgConnection*, std::string* sqlstate) -> Status in one
 // transaction, again on a retryable failure (serialization, deadlock, a
-// lost connection) up to options_.max_retries times.
+// lost connection) up to options_.max_retries times. Each round trip waits
+// for the database as long as `deadline` says.
 template <typename Body>
-Status PostgresStore::Transaction(Body&& body) {
+Status PostgresStore::Transaction(PgDeadline deadline, Body&& body) {
   Timed timed(this);
   for (int attempt = 0;; ++attempt) {
-    PgLease c(&pool_);
+    PgLease c(&pool_, deadline);
     if (!c.status().ok()) return c.status();
     std::string sqlstate;
     Status s = c->Command("BEGIN");

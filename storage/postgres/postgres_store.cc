@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <utility>
@@ -117,24 +118,69 @@ struct PostgresStore::Lane {
   std::thread thread;
 };
 
-PostgresStore::PostgresStore(const PostgresStoreOptions& options)
-    : options_(options), pool_(options.url, options.schema, options.pool_size) {}
+namespace {
+
+PgPoolOptions PoolOptions(const PostgresStoreOptions& options, PgConnInfo info) {
+  PgPoolOptions o;
+  o.info = std::move(info);
+  o.schema = options.schema;
+  o.size = options.pool_size;
+  o.acquire_timeout = options.acquire_timeout;
+  o.round_trip_timeout = options.round_trip_timeout;
+  o.long_round_trip_timeout = options.long_round_trip_timeout;
+  return o;
+}
+
+}  // namespace
+
+PostgresStore::PostgresStore(const PostgresStoreOptions& options, PgConnInfo info)
+    : options_(options), pool_(PoolOptions(options, std::move(info))) {}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const PostgresStoreOptions& options) {
   if (options.url.empty()) return Status::InvalidArgument("PostgresStore: no database URL");
-  std::unique_ptr<PostgresStore> store(new PostgresStore(options));
-  Status s = store->Init();
+  PgConnInfo info;
+  Status s = PgConnInfo::Parse(options.url, &info);
   if (!s.ok()) return s;
+  std::unique_ptr<PostgresStore> store(new PostgresStore(options, std::move(info)));
+  // One attempt now, so that a reachable database serves from the first
+  // request; an unreachable one is the prober's to retry.
+  std::string host;
+  s = store->Init(&host);
+  if (s.ok()) {
+    store->ready_ = true;
+  } else if (s.code() != StatusCode::kBusy) {
+    return s;
+  }
+  store->pool_.SetReachable(s.ok());
+  store->Verdict(s, host);
+  store->Start();
   return store;
 }
 
-Status PostgresStore::Init() {
+void PostgresStore::Start() {
+  for (size_t i = 0; i < std::max<size_t>(1, options_.async_lanes); ++i) {
+    auto lane = std::make_unique<Lane>();
+    Lane* l = lane.get();
+    lane->thread = std::thread([this, l] { LaneLoop(l); });
+    lanes_.push_back(std::move(lane));
+  }
+  if (options_.background_reaping) {
+    reap_pending_ = true;  // resume work left by any node
+    reaper_ = std::thread([this] { ReaperLoop(); });
+  }
+  prober_ = std::thread([this] { ProbeLoop(); });
+}
+
+Status PostgresStore::Init(std::string* host) {
   {
     std::unique_ptr<PgConnection> c;
     // The schema is created on a connection of its own, before the pool's
-    // (whose search_path names it).
-    Status s = PgConnection::Open(options_.url, "", &c);
+    // (whose search_path names it). Its statements are short (CREATE ... IF
+    // NOT EXISTS, a lock other nodes hold as briefly): a request's deadline,
+    // so that a database freezing meanwhile holds the prober up no longer.
+    Status s = pool_.OpenUnpooled("", options_.round_trip_timeout, &c);
     if (!s.ok()) return s;
+    *host = c->HostPort();
     PgResult version;
     s = c->Exec("SELECT version()", PgParams(), &version);
     if (!s.ok()) return s;
@@ -161,16 +207,6 @@ Status PostgresStore::Init() {
     if (s.ok()) s = c->Command("COMMIT");
     if (!s.ok()) return s;
   }
-  for (size_t i = 0; i < std::max<size_t>(1, options_.async_lanes); ++i) {
-    auto lane = std::make_unique<Lane>();
-    Lane* l = lane.get();
-    lane->thread = std::thread([this, l] { LaneLoop(l); });
-    lanes_.push_back(std::move(lane));
-  }
-  if (options_.background_reaping) {
-    reap_pending_ = true;  // resume work left by any node
-    reaper_ = std::thread([this] { ReaperLoop(); });
-  }
   return Status::Ok();
 }
 
@@ -189,6 +225,12 @@ PostgresStore::~PostgresStore() {
   }
   reap_cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  {
+    std::lock_guard<std::mutex> lock(probe_mu_);
+    probe_stopping_ = true;
+  }
+  probe_cv_.notify_all();
+  if (prober_.joinable()) prober_.join();
 }
 
 int64_t PostgresStore::NextTimestamp() {
@@ -341,17 +383,107 @@ Status PostgresStore::ResetAccount(const std::string& account) {
   return status;
 }
 
-bool PostgresStore::Healthy() {
-  PgLease c(&pool_);
-  if (!c.status().ok()) return false;
-  return c->Command("SELECT 1").ok();
+bool PostgresStore::Healthy() { return healthy_.load(std::memory_order_acquire); }
+
+// ---------------------------------------------------------------------------
+// The prober.
+
+void PostgresStore::ProbeLoop() {
+  pthread_setname_np(pthread_self(), "cerulean-pgprobe");
+  std::unique_ptr<PgConnection> conn;
+  std::unique_lock<std::mutex> lock(probe_mu_);
+  while (!probe_stopping_) {
+    probe_cv_.wait_for(lock, options_.probe_interval, [this] { return probe_stopping_; });
+    if (probe_stopping_) return;
+    lock.unlock();
+    std::string host;
+    Status s;
+    if (!ready_.load(std::memory_order_acquire)) {
+      // Started without the database: the schema first.
+      s = Init(&host);
+      if (s.ok()) ready_.store(true, std::memory_order_release);
+    }
+    if (s.ok()) {
+      s = ProbeOnce(&conn);
+      if (s.ok()) host = conn->HostPort();
+    }
+    Verdict(s, host);
+    lock.lock();
+  }
+}
+
+Status PostgresStore::ProbeOnce(std::unique_ptr<PgConnection>* conn) {
+  Status s;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (*conn == nullptr || (*conn)->Broken()) {
+      conn->reset();
+      s = pool_.OpenUnpooled("", options_.probe_timeout, conn);
+      if (!s.ok()) return s;
+    }
+    const size_t host = (*conn)->host_index();
+    s = (*conn)->Command("SELECT 1");
+    if (s.ok()) return s;
+    // A connection found dropped (a restarted server, a terminated backend)
+    // is opened again at once; one that got no answer is not: the database
+    // does not answer, and the next connections start at the next host.
+    if ((*conn)->timed_out()) {
+      pool_.NoteSilentHost(host);
+      return s;
+    }
+  }
+  return s;
+}
+
+void PostgresStore::Verdict(const Status& probe, const std::string& host) {
+  const bool was = healthy_.load(std::memory_order_acquire);
+  const bool first = !verdict_given_;
+  verdict_given_ = true;
+  if (probe.ok()) {
+    if (!was) {
+      pool_.SetReachable(true);
+      healthy_.store(true, std::memory_order_release);
+      if (first) {
+        Log("database at " + host + " serves");
+      } else {
+        char took[32];
+        std::snprintf(
+            took, sizeof(took), "%.1f",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - unreachable_since_)
+                .count());
+        Log(std::string(ever_reached_ ? "database reachable again at " : "database reachable at ") +
+            host + " after " + took + " s");
+      }
+    } else if (host != serving_host_) {
+      // Another host answers (the prober's connection broke and found the
+      // new primary before a probe failed): connections to the old one go.
+      pool_.Invalidate();
+      Log("database now served by " + host + " (was " + serving_host_ + ")");
+    }
+    ever_reached_ = true;
+    serving_host_ = host;
+    return;
+  }
+  if (was || first) {
+    healthy_.store(false, std::memory_order_release);
+    pool_.SetReachable(false);
+    pool_.Invalidate();
+    unreachable_since_ = std::chrono::steady_clock::now();
+    std::string why = probe.message();
+    constexpr std::string_view kPrefix = "database unavailable: ";
+    if (std::string_view(why).starts_with(kPrefix)) why.erase(0, kPrefix.size());
+    Log("database unreachable: " + why);
+  }
+}
+
+void PostgresStore::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
 }
 
 Status PostgresStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) {
   accounts->clear();
   *bytes = 0;
   Timed timed(this);
-  PgLease c(&pool_);
+  PgLease c(&pool_, PgDeadline::kLong);
   if (!c.status().ok()) return c.status();
   // One snapshot for both counts.
   Status s = c->Command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
@@ -476,7 +608,7 @@ void PostgresStore::ReaperLoop() {
 }
 
 Status PostgresStore::ReapAll() {
-  PgLease c(&pool_);
+  PgLease c(&pool_, PgDeadline::kLong);
   if (!c.status().ok()) return c.status();
   PgResult r;
   if (advisory_locks_) {
@@ -542,6 +674,7 @@ PostgresStoreStats PostgresStore::GetStats() const {
   stats.operations = operations_.load(std::memory_order_relaxed);
   stats.operation_micros = operation_micros_.load(std::memory_order_relaxed);
   stats.retries = retries_.load(std::memory_order_relaxed);
+  stats.reachable = healthy_.load(std::memory_order_acquire);
   return stats;
 }
 
@@ -557,6 +690,8 @@ std::vector<StoreGauge> PostgresStore::Gauges() const {
        st.operation_micros},
       {"pg_retries", "Transactions run again (serialization failure, deadlock, a racing insert).",
        true, st.retries},
+      {"pg_reachable", "1 while the database answers the prober, else 0 (/_health).", false,
+       st.reachable ? 1u : 0u},
   };
 }
 

@@ -4,8 +4,9 @@
 // storage/README.md ("PostgreSQL backend").
 // Thread-safety: every method may be called concurrently from any thread
 // (as Store requires); connections come from a pool. Background threads
-// owned by the store: the ApplyAsync lanes and the reaper of dropped
-// tables; the destructor finishes queued writes and joins them.
+// owned by the store: the ApplyAsync lanes, the reaper of dropped tables and
+// the prober that keeps the Healthy() verdict; the destructor finishes
+// queued writes and joins them.
 #pragma once
 
 #include <atomic>
@@ -13,10 +14,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "storage/postgres/pg_connection.h"
@@ -49,6 +52,23 @@ struct PostgresStoreOptions {
   // A transaction the database gave up (serialization failure, deadlock,
   // a concurrent insert of the same key) is run again up to this often.
   int max_retries = 5;
+
+  // Deadlines (storage/README.md, "Timeouts"). A round trip of a request's
+  // statements without an answer after round_trip_timeout is abandoned
+  // (kBusy); snapshots, usage counts and reaping get long_round_trip_timeout.
+  std::chrono::milliseconds round_trip_timeout{5000};
+  std::chrono::milliseconds long_round_trip_timeout{300000};
+  // A call waits this long for a pooled connection before kBusy.
+  std::chrono::milliseconds acquire_timeout{5000};
+  // The prober runs `SELECT 1` every probe_interval on a connection of its
+  // own; no answer within probe_timeout makes the database unreachable:
+  // Healthy() false, calls kBusy at once, round trips in flight abandoned.
+  std::chrono::milliseconds probe_interval{500};
+  std::chrono::milliseconds probe_timeout{1500};
+  // Told one line, from any thread, when the database stops answering,
+  // answers again, or another host serves (each once per change). May be
+  // empty.
+  std::function<void(const std::string&)> log;
 };
 
 // The pool's state and the time spent in queries, for /_metrics.
@@ -59,12 +79,16 @@ struct PostgresStoreStats {
   uint64_t operations = 0;        // store calls that reached the database
   uint64_t operation_micros = 0;  // their total latency
   uint64_t retries = 0;           // transactions run again
+  bool reachable = false;         // the prober's last verdict (Healthy())
 };
 
 class PostgresStore final : public Store {
  public:
   // Connects, creates the schema if missing and starts the background
-  // threads. kBusy if the database cannot be reached.
+  // threads. A database that cannot be reached now is no error: the store
+  // answers kBusy (and Healthy() false) until the prober reaches it and has
+  // created the schema. kInvalidArgument for a URL libpq cannot parse; the
+  // database's error if it refuses the schema.
   static Result<std::unique_ptr<PostgresStore>> Open(const PostgresStoreOptions& options);
   ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
@@ -96,6 +120,7 @@ class PostgresStore final : public Store {
   void Flush() override;
 
   Status ResetAccount(const std::string& account) override;
+  // The prober's last verdict; never waits.
   bool Healthy() override;
   bool ReadsWaitOnNetwork() const override { return true; }
   // bytes: the size of the store's tables and indexes (0 where the database
@@ -116,7 +141,8 @@ class PostgresStore final : public Store {
 
   PostgresStoreStats GetStats() const;
   // GetStats() as StoreGauges (pg_connections_open, pg_connections_in_use,
-  // pg_pool_waits, pg_operations, pg_operation_microseconds, pg_retries).
+  // pg_pool_waits, pg_operations, pg_operation_microseconds, pg_retries,
+  // pg_reachable).
   std::vector<StoreGauge> Gauges() const override;
 
   // Introspection for tests, as SqliteStore's.
@@ -129,8 +155,12 @@ class PostgresStore final : public Store {
                                                          const KeyRange& range);
 
  private:
-  explicit PostgresStore(const PostgresStoreOptions& options);
-  Status Init();
+  PostgresStore(const PostgresStoreOptions& options, PgConnInfo info);
+  // Creates the schema if missing, on a connection of its own; *host: the
+  // host:port that served.
+  Status Init(std::string* host);
+  // Starts the lanes, the reaper and the prober.
+  void Start();
 
   // One attempt of Apply inside one transaction on `c`; *retry: run it
   // again. With *group_inserts, several inserts go in one statement; it is
@@ -139,9 +169,14 @@ class PostgresStore final : public Store {
                    const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error,
                    bool* group_inserts, bool* retry);
   // Runs `body` in BEGIN ... COMMIT on a pooled connection, again (up to
-  // max_retries) when the database gave the transaction up.
+  // max_retries) when the database gave the transaction up; round trips
+  // wait as long as `deadline` says (kRequest if not given).
   template <typename Body>
-  Status Transaction(Body&& body);
+  Status Transaction(PgDeadline deadline, Body&& body);
+  template <typename Body>
+  Status Transaction(Body&& body) {
+    return Transaction(PgDeadline::kRequest, std::forward<Body>(body));
+  }
   // Server time for the next write on this node: strictly above every
   // timestamp this node handed out before.
   int64_t NextTimestamp();
@@ -156,13 +191,32 @@ class PostgresStore final : public Store {
   // with advisory locks only if no other node is reaping.
   Status ReapAll();
 
+  // Keeps the Healthy() verdict: probes every probe_interval (schema first,
+  // while Init has not succeeded).
+  void ProbeLoop();
+  // One probe on *conn (opened again if dropped): kBusy if the database
+  // does not answer.
+  Status ProbeOnce(std::unique_ptr<PgConnection>* conn);
+  // Records a probe's outcome: on a change, marks the pool, logs it.
+  void Verdict(const Status& probe, const std::string& host);
+  void Log(const std::string& line) const;
+
   // Counts a call that reached the database, and its latency.
   class Timed;
 
   const PostgresStoreOptions options_;
   // options_.advisory_locks, unless the database has none (set by Init).
-  bool advisory_locks_ = false;
+  std::atomic<bool> advisory_locks_{false};
   PgPool pool_;
+  // Init has created (or found) the schema.
+  std::atomic<bool> ready_{false};
+  // The prober's verdict (Healthy()).
+  std::atomic<bool> healthy_{false};
+  // The prober's own state (its thread only, and Open before it starts).
+  std::string serving_host_;  // host:port of the last good probe
+  std::chrono::steady_clock::time_point unreachable_since_;
+  bool verdict_given_ = false;  // a verdict was logged
+  bool ever_reached_ = false;
   std::atomic<int64_t> last_timestamp_{0};
   std::atomic<uint64_t> operations_{0}, operation_micros_{0}, retries_{0};
 
@@ -173,6 +227,11 @@ class PostgresStore final : public Store {
   bool reap_pending_ = false;  // guarded by reap_mu_
   bool stopping_ = false;      // guarded by reap_mu_
   std::thread reaper_;
+
+  std::mutex probe_mu_;
+  std::condition_variable probe_cv_;
+  bool probe_stopping_ = false;  // guarded by probe_mu_
+  std::thread prober_;
 };
 
 }  // namespace cerulean::storage

@@ -100,7 +100,7 @@ Status PostgresStore::SaveSnapshot(const std::string& account, const std::string
                                    SnapshotInfo* info) {
   SnapshotInfo saved;
   bool replaced = false;
-  Status status = Transaction([&](PgConnection* c, std::string* sqlstate) {
+  Status status = Transaction(PgDeadline::kLong, [&](PgConnection* c, std::string* sqlstate) {
     saved = SnapshotInfo{};
     saved.name = name;
     replaced = false;
@@ -158,7 +158,7 @@ Status PostgresStore::RestoreSnapshot(const std::string& account, const std::str
                                       RestoreStats* stats) {
   RestoreStats done;
   bool doomed = false;
-  Status status = Transaction([&](PgConnection* c, std::string* sqlstate) {
+  Status status = Transaction(PgDeadline::kLong, [&](PgConnection* c, std::string* sqlstate) {
     done = RestoreStats{};
     doomed = false;
     std::vector<LiveTable> tables;

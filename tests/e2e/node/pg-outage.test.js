@@ -1,31 +1,95 @@
 'use strict';
-// A PostgreSQL outage under two Cerulean nodes: while the database is down
-// both answer 503 ServerBusy (and /_health 503); once it is back they recover
-// by themselves and every acknowledged write is there. Needs the throw-away
-// cluster's state file in CERULEAN_E2E_PG_CLUSTER (scripts/test.sh postgres
-// runs this file alone, since it stops the database under every server).
+// A PostgreSQL outage under Cerulean nodes: while the database is down
+// (stopped: connections refused) or frozen (SIGSTOP of the server and its
+// backends: connections accepted, nothing answers) the nodes answer 503
+// ServerBusy quickly and /_health 503, /_metrics and /_explorer keep
+// answering, a node started meanwhile comes up and does the same; once the
+// database is back they recover by themselves and every acknowledged write is
+// there. Needs the throw-away cluster's state file in CERULEAN_E2E_PG_CLUSTER
+// (scripts/test.sh postgres runs this file alone, since it stops the database
+// under every server). The figures it measures are printed as diagnostics.
 
 const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { AzureNamedKeyCredential, TableClient } = require('@azure/data-tables');
 
 const { REPO, startServer, freshDatabase, uniqueTableName } = require('./server');
+const { request } = require('./http');
 
 const CLUSTER = process.env.CERULEAN_E2E_PG_CLUSTER;
 const skip = CLUSTER && process.env.CERULEAN_E2E_DATABASE ? false
   : 'needs CERULEAN_E2E_DATABASE and CERULEAN_E2E_PG_CLUSTER (scripts/test.sh postgres)';
 const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// How long anything may take while the database is away: a few times the
+// server's deadlines (storage/README.md, "Timeouts"), never a hang.
+const BOUND_MS = 15000;
 
 function cluster(command) {
   execFileSync('bash', [path.join(REPO, 'scripts', 'pg-test-cluster.sh'), command, CLUSTER], { stdio: 'inherit' });
+}
+
+// GET /_health: {status, ms}; a health check that does not answer within
+// BOUND_MS fails the test.
+async function health(node) {
+  const start = Date.now();
+  const res = await fetch(`${node.url}/_health`, { signal: AbortSignal.timeout(BOUND_MS) });
+  await res.text();
+  return { status: res.status, ms: Date.now() - start };
+}
+
+// Polls /_health until it answers `status`; the time that took (ms), and the
+// slowest single answer meanwhile.
+async function healthBecomes(node, status) {
+  const start = Date.now();
+  let slowest = 0;
+  while (Date.now() - start < BOUND_MS * 2) {
+    const h = await health(node);
+    slowest = Math.max(slowest, h.ms);
+    if (h.status === status) return { after: Date.now() - start, slowest };
+    await sleep(50);
+  }
+  assert.fail(`/_health of ${node.url} did not become ${status}`);
+}
+
+// The outcome of `fn` (a client call): {status, code, ms}.
+async function outcome(fn) {
+  const start = Date.now();
+  try {
+    await fn();
+    return { status: 200, ms: Date.now() - start };
+  } catch (e) {
+    return { status: e.statusCode, code: e.response?.headers.get('x-ms-error-code'), ms: Date.now() - start, e };
+  }
+}
+
+// A change set of `rows` inserts into `table`, sent as raw HTTP so that the
+// top-level status is seen as sent.
+function batch(node, table, pk, rows) {
+  const b = `batch_${crypto.randomUUID()}`;
+  const cs = `changeset_${crypto.randomUUID()}`;
+  const lines = [`--${b}`, `Content-Type: multipart/mixed; boundary=${cs}`, ''];
+  for (let i = 0; i < rows; i++) {
+    lines.push(`--${cs}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '');
+    lines.push(`POST ${node.endpoint}/${table} HTTP/1.1`, 'Accept: application/json;odata=nometadata',
+      'Content-Type: application/json', '', JSON.stringify({ PartitionKey: pk, RowKey: `${i}` }));
+  }
+  lines.push(`--${cs}--`, `--${b}--`, '');
+  return request(node, {
+    method: 'POST', path: '/$batch', body: lines.join('\r\n'),
+    headers: { 'Content-Type': `multipart/mixed; boundary=${b}` },
+  });
 }
 
 describe('a database outage under two nodes', { skip }, () => {
   let database;
   let nodes = [];
   let down = false;
+  let frozen = false;
   const client = (node, table) =>
     new TableClient(node.endpoint, table, new AzureNamedKeyCredential(node.account, node.key), clientOptions);
 
@@ -34,6 +98,7 @@ describe('a database outage under two nodes', { skip }, () => {
     nodes = [await startServer({ database: database.url }), await startServer({ database: database.url })];
   });
   after(async () => {
+    if (frozen) cluster('thaw');
     if (down) cluster('up');
     for (const node of nodes) await node.stop();
     database.drop();
@@ -51,29 +116,17 @@ describe('a database outage under two nodes', { skip }, () => {
     cluster('down');
     down = true;
     for (const node of nodes) {
-      const health = await fetch(`${node.url}/_health`);
-      assert.equal(health.status, 503);
-      await assert.rejects(client(node, table).createEntity({ partitionKey: 'p', rowKey: 'during' }), (e) => {
-        assert.equal(e.statusCode, 503);
-        assert.equal(e.response?.headers.get('x-ms-error-code'), 'ServerBusy');
-        return true;
-      });
-      await assert.rejects(client(node, table).getEntity('p', 'before0'), (e) => e.statusCode === 503);
+      await healthBecomes(node, 503);
+      const write = await outcome(() => client(node, table).createEntity({ partitionKey: 'p', rowKey: 'during' }));
+      assert.equal(write.status, 503);
+      assert.equal(write.code, 'ServerBusy');
+      assert.equal((await outcome(() => client(node, table).getEntity('p', 'before0'))).status, 503);
     }
 
     cluster('up');
     down = false;
     // Each node reconnects on its own.
-    for (const node of nodes) {
-      const deadline = Date.now() + 20000;
-      let status = 0;
-      while (Date.now() < deadline) {
-        status = (await fetch(`${node.url}/_health`)).status;
-        if (status === 200) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.equal(status, 200);
-    }
+    for (const node of nodes) await healthBecomes(node, 200);
     for (let i = 0; i < 10; i++) {
       await client(nodes[i % 2], table).createEntity({ partitionKey: 'p', rowKey: `after${i}` });
       acknowledged.push(`after${i}`);
@@ -82,6 +135,107 @@ describe('a database outage under two nodes', { skip }, () => {
       const keys = [];
       for await (const e of client(node, table).listEntities()) keys.push(e.rowKey);
       assert.deepEqual(keys.sort(), [...acknowledged].sort());
+    }
+  });
+
+  test('a frozen database (SIGSTOP): 503s and /_health 503 within seconds, no hang, recovery after SIGCONT', async (t) => {
+    const table = uniqueTableName('freeze');
+    await client(nodes[0], table).createTable();
+    const acknowledged = new Map();  // rowKey -> etag
+    for (let i = 0; i < 10; i++) {
+      const r = await client(nodes[i % 2], table).createEntity({ partitionKey: 'p', rowKey: `before${i}` });
+      acknowledged.set(`before${i}`, r.etag);
+    }
+
+    cluster('freeze');
+    frozen = true;
+    // Requests sent as it froze (their connections' answers never come):
+    // each ends with 503 ServerBusy, none hangs; meanwhile /_health answers
+    // at once, and says 503 within seconds.
+    const [inFlight, verdicts] = await Promise.all([
+      Promise.all(nodes.flatMap((node) => [
+        outcome(() => client(node, table).createEntity({ partitionKey: 'p', rowKey: `frozen-${node.port}` })),
+        outcome(() => client(node, table).getEntity('p', 'before0')),
+        outcome(async () => { for await (const e of client(node, table).listEntities()) assert.ok(e); }),
+      ])),
+      Promise.all(nodes.map((node) => healthBecomes(node, 503))),
+    ]);
+    for (const r of inFlight) {
+      assert.equal(r.status, 503, r.e?.message);
+      assert.equal(r.code, 'ServerBusy');
+      assert.ok(r.ms < BOUND_MS, `a request took ${r.ms} ms`);
+    }
+    t.diagnostic(`requests in flight at the freeze answered 503 after ${Math.min(...inFlight.map((r) => r.ms))}-${Math.max(...inFlight.map((r) => r.ms))} ms`);
+    for (const v of verdicts) t.diagnostic(`/_health 503 ${v.after} ms after the freeze; slowest /_health answer meanwhile ${v.slowest} ms`);
+    for (const node of nodes) {
+      // Known to be down now: answered without waiting for the database.
+      const write = await outcome(() => client(node, table).createEntity({ partitionKey: 'p', rowKey: 'later' }));
+      assert.equal(write.status, 503);
+      assert.equal(write.code, 'ServerBusy');
+      t.diagnostic(`a write once /_health said 503: 503 after ${write.ms} ms`);
+      // A $batch that never reached the database is the request's 503, not
+      // a 202 holding one.
+      const b = await batch(node, table, 'batch', 3);
+      assert.equal(b.status, 503, b.body);
+      assert.equal(b.headers['x-ms-error-code'], 'ServerBusy');
+      // Paths that need no database answer.
+      assert.equal((await fetch(`${node.url}/_metrics`, { signal: AbortSignal.timeout(BOUND_MS) })).status, 200);
+      assert.equal((await fetch(`${node.url}/_explorer`, { signal: AbortSignal.timeout(BOUND_MS) })).status, 200);
+    }
+    // A node started while the database is frozen comes up and says so.
+    const late = await startServer({ database: database.url });
+    try {
+      assert.equal((await health(late)).status, 503);
+      assert.equal((await outcome(() => client(late, table).getEntity('p', 'before0'))).status, 503);
+
+      cluster('thaw');
+      frozen = false;
+      for (const node of [...nodes, late]) {
+        const h = await healthBecomes(node, 200);
+        t.diagnostic(`/_health 200 again ${h.after} ms after SIGCONT`);
+      }
+      for (const [i, node] of [...nodes, late].entries()) {
+        const r = await client(node, table).createEntity({ partitionKey: 'p', rowKey: `after${i}` });
+        acknowledged.set(`after${i}`, r.etag);
+      }
+      // Every acknowledged write, with its ETag, on every node; whatever the
+      // 503s were, nothing else.
+      for (const node of [...nodes, late]) {
+        const got = new Map();
+        for await (const e of client(node, table).listEntities({ queryOptions: { filter: "PartitionKey eq 'p'" } })) got.set(e.rowKey, e.etag);
+        for (const [key, etag] of acknowledged) assert.equal(got.get(key), etag, `acknowledged ${key}`);
+      }
+      // The log names the transitions once, not once per failed request.
+      for (const node of [...nodes, late]) {
+        const lines = node.stderr().split('\n');
+        assert.ok(lines.filter((l) => l.includes('database unreachable')).length <= 2, node.stderr());
+        assert.ok(lines.some((l) => /database reachable (again )?at 127\.0\.0\.1:\d+ after/.test(l)), node.stderr());
+      }
+    } finally {
+      await late.stop();
+    }
+  });
+
+  test('a node started while its database is down comes up, answers 503, then serves', async () => {
+    cluster('down');
+    down = true;
+    const node = await startServer({ database: database.url });
+    try {
+      assert.equal((await health(node)).status, 503);
+      const table = uniqueTableName('late');
+      const r = await outcome(() => client(node, table).createTable());
+      assert.equal(r.status, 503);
+      assert.equal(r.code, 'ServerBusy');
+      assert.equal((await fetch(`${node.url}/_metrics`)).status, 200);
+      assert.match(node.stderr(), /database unreachable/);
+      cluster('up');
+      down = false;
+      for (const n of [node, ...nodes]) await healthBecomes(n, 200);
+      await client(node, table).createTable();
+      await client(node, table).createEntity({ partitionKey: 'p', rowKey: 'r' });
+      assert.equal((await client(nodes[0], table).getEntity('p', 'r')).rowKey, 'r');
+    } finally {
+      await node.stop();
     }
   });
 });
