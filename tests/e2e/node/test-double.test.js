@@ -393,7 +393,9 @@ async function memory(s) {
 }
 
 test('memory: a dropped table leaves no keys logged for snapshots; fault rules are bounded and counted', async () => {
-  const s = await startServer();
+  // The key log is the SQLite store's (PostgreSQL compares rows instead).
+  const location = tempDir();
+  const s = await startServer({ location });
   try {
     const fixture = tableClient('fixture', noRetries, s);
     await fixture.createTable();
@@ -431,5 +433,6 @@ test('memory: a dropped table leaves no keys logged for snapshots; fault rules a
     assert.deepEqual((await memory(s)).page_prefetch, { bytes: 0, entries: 0 });
   } finally {
     await s.stop();
+    fs.rmSync(location, { recursive: true, force: true });
   }
 });
