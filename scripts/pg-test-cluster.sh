@@ -151,15 +151,18 @@ start_pair() {
 
 # Sends signal $1 to the postmaster, then (once it can fork no more) to each
 # of its children: each child leads a process group of its own, so no one
-# group holds the cluster. SIGCONT goes the other way round.
+# group holds the cluster. SIGCONT goes the other way round. The children are
+# listed first: a killed postmaster's children are re-parented at once, and
+# frozen ones would then outlive the cluster.
 signal_cluster() {
   local dir pid children
   dir=$(cat "$state")
   pid=$(head -n 1 "$dir/data/postmaster.pid")
   [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || { log "no postmaster in $dir"; return 1; }
-  [[ $1 == CONT ]] || kill "-$1" "$pid"
   children=$(pgrep -P "$pid" || true)
-  [[ -z $children ]] || kill "-$1" $children 2>/dev/null || true
+  [[ $1 == CONT ]] || kill "-$1" "$pid"
+  children="$children $(pgrep -P "$pid" || true)"
+  [[ -z ${children// /} ]] || kill "-$1" $children 2>/dev/null || true
   [[ $1 != CONT ]] || kill "-$1" "$pid"
   case $1 in
     STOP) touch "$dir/frozen" ;;
