@@ -196,6 +196,15 @@ HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubRes
   return res;
 }
 
+// True iff `s` says the store could not be used (kBusy: a database that does
+// not answer; an I/O error): the whole request's failure, as Azure's 503
+// ServerBusy is, so that a client's retry policy sends the batch again. No
+// operation caused it.
+bool StoreUnusable(const storage::Status& s) {
+  return s.code() == storage::StatusCode::kIOError ||
+         s.code() == storage::StatusCode::kCorruption || s.code() == storage::StatusCode::kBusy;
+}
+
 // The answer to a single retrieve that failed with `error` (no index
 // prefix).
 HttpResponse RetrieveError(const Request& req, const BatchOp& op, const BatchPart& part,
@@ -234,7 +243,10 @@ OperationResult SingleRetrieve(const Request& req, std::shared_ptr<const ParsedB
     const BatchPart& part = batch->parts.front();
     auto entity =
         ctx.store->GetEntity(req.account, op.path.table, op.path.partition_key, op.path.row_key);
-    if (!entity.ok()) return RetrieveError(req, op, part, FromStatus(entity.status()));
+    if (!entity.ok()) {
+      if (StoreUnusable(entity.status())) return ErrorResponse(req, FromStatus(entity.status()));
+      return RetrieveError(req, op, part, FromStatus(entity.status()));
+    }
     BatchSubResponse sub;
     sub.status = 200;
     sub.content_id = part.content_id;
@@ -339,13 +351,7 @@ HttpResponse AnswerChangeSet(const Request& req, const ChangeSet& set,
   const std::vector<storage::WriteOp>& writes = outcome.ops;
   const storage::Status& s = outcome.status;
   if (!s.ok()) {
-    // An unusable store (kBusy: a database that does not answer) is the
-    // whole request's failure, as Azure's 503 ServerBusy is, so that a
-    // client's retry policy sends the batch again; no operation refused it.
-    if (s.code() == storage::StatusCode::kIOError || s.code() == storage::StatusCode::kCorruption ||
-        s.code() == storage::StatusCode::kBusy) {
-      return ErrorResponse(req, FromStatus(s));
-    }
+    if (StoreUnusable(s)) return ErrorResponse(req, FromStatus(s));
     size_t i = outcome.error.index < ops.size() ? outcome.error.index : 0;
     return MultipartResponse(
         req, {ErrorSub(FromStatus(s), OperationErrorForm(req, &ops[i], i), &parts[i])}, true);
@@ -478,6 +484,9 @@ OperationResult Batch(const ServerContext& /*ctx*/, Request& req) {
     // read, left to the blocking pool.
     return PendingRead{[state, failure = *failure](const ServerContext& ctx, Request& req) {
       auto table = ctx.store->GetTable(req.account, state->ops[0].path.table);
+      if (!table.ok() && StoreUnusable(table.status())) {
+        return ErrorResponse(req, FromStatus(table.status()));
+      }
       if (!table.ok() && table.status().code() == storage::StatusCode::kTableNotFound) {
         return RefusedChangeSet(req, *state,
                                 BatchFailure{0, ErrorReply(AzureError::kTableNotFound)});

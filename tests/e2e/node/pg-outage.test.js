@@ -85,6 +85,18 @@ function batch(node, table, pk, rows) {
   });
 }
 
+// A $batch of one single retrieve of `table(pk, rk)`, as raw HTTP.
+function retrieve(node, table, pk, rk) {
+  const b = `batch_${crypto.randomUUID()}`;
+  const body = [`--${b}`, 'Content-Type: application/http', 'Content-Transfer-Encoding: binary', '',
+    `GET ${node.endpoint}/${table}(PartitionKey='${pk}',RowKey='${rk}') HTTP/1.1`,
+    'Accept: application/json;odata=nometadata', '', '', `--${b}--`, ''].join('\r\n');
+  return request(node, {
+    method: 'POST', path: '/$batch', body,
+    headers: { 'Content-Type': `multipart/mixed; boundary=${b}` },
+  });
+}
+
 describe('a database outage under two nodes', { skip }, () => {
   let database;
   let nodes = [];
@@ -178,6 +190,9 @@ describe('a database outage under two nodes', { skip }, () => {
       const b = await batch(node, table, 'batch', 3);
       assert.equal(b.status, 503, b.body);
       assert.equal(b.headers['x-ms-error-code'], 'ServerBusy');
+      const r = await retrieve(node, table, 'p', 'before0');
+      assert.equal(r.status, 503, r.body);
+      assert.equal(r.headers['x-ms-error-code'], 'ServerBusy');
       // Paths that need no database answer.
       assert.equal((await fetch(`${node.url}/_metrics`, { signal: AbortSignal.timeout(BOUND_MS) })).status, 200);
       assert.equal((await fetch(`${node.url}/_explorer`, { signal: AbortSignal.timeout(BOUND_MS) })).status, 200);
