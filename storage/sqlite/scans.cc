@@ -100,9 +100,10 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
                              const ScanRequest& request, const RowVisitor& visit,
                              std::optional<EntityKey>* next) {
   next->reset();
-  ReadLease lease(this, request.point_reader ? ReadLease::kPoint : ReadLease::kAny);
+  ReadLease lease(this, request.point_reader ? ReadLease::kShortScan : ReadLease::kScan);
   Connection* c = lease.conn();
-  // One read transaction: every range of the page sees one snapshot.
+  // One read transaction: every range of the page sees one snapshot. In
+  // memory, one per turn on the connection: see the hand-over below.
   Status s = c->Exec("BEGIN");
   int64_t id = 0;
   if (s.ok()) s = LookupTable(c, account, table, &id);
@@ -111,21 +112,63 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
   RowPage page(request, visit, next);
   for (const KeyRange& range : request.ranges) {
     std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
-    std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
-    AppendRangeSql(lower, range.upper, &sql);
-    sql += " ORDER BY pk, rk";
-    Stmt stmt;
-    s = c->Prepare(sql, &stmt);
-    if (!s.ok()) return s;
-    stmt.BindInt64(1, id);
-    BindRange(&stmt, lower, range.upper);
-    int rc;
-    while ((rc = stmt.Step()) == SQLITE_ROW) {
-      s = page.Offer(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2),
-                     stmt.ColumnBlob(3));
-      if (!s.ok() || page.full()) return s;
+    std::optional<KeyBound> upper = range.upper;
+    // After a hand-over, the partitions after the one it stopped in, when the
+    // range goes on past it.
+    std::optional<KeyRange> later;
+    while (true) {
+      std::optional<EntityKey> stopped;  // the row a hand-over came after
+      {
+        std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
+        AppendRangeSql(lower, upper, &sql);
+        sql += " ORDER BY pk, rk";
+        Stmt stmt;
+        s = c->Prepare(sql, &stmt);
+        if (!s.ok()) return s;
+        stmt.BindInt64(1, id);
+        BindRange(&stmt, lower, upper);
+        int rc;
+        while ((rc = stmt.Step()) == SQLITE_ROW) {
+          s = page.Offer(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2),
+                         stmt.ColumnBlob(3));
+          if (!s.ok() || page.full()) return s;
+          if (lease.ShouldHandOver()) {
+            stopped.emplace();
+            s = DecodeKeyInto(stmt.ColumnBlob(0), &stopped->partition_key);
+            if (s.ok()) s = DecodeKeyInto(stmt.ColumnBlob(1), &stopped->row_key);
+            if (!s.ok()) return s;
+            break;
+          }
+        }
+        if (!stopped && rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
+      }  // the statement is reset: none runs while others use the connection
+      if (stopped) {
+        // In memory, others wait for the one connection: they go first
+        // (ReadLease's turns). The rest of the page is read as the table is
+        // then: each row once, in key order (store.h). The table must still
+        // be the one the page began in, not one dropped and created again
+        // meanwhile.
+        lease.HandOver();
+        int64_t now_id = 0;
+        s = c->Exec("BEGIN");
+        if (s.ok()) s = LookupTable(c, account, table, &now_id);
+        if (!s.ok()) return s;
+        if (now_id != id) return Status::TableNotFound(table);
+        // The rest of the stopped row's partition ("pk = ? AND rk > ?"),
+        // then the partitions after it ("pk > ?"): a row value bound
+        // "(pk, rk) > (?, ?)" would be checked on every row that follows.
+        if (!upper || upper->partition_key != stopped->partition_key) {
+          later = KeyRange{KeyBound{stopped->partition_key, std::nullopt, false}, std::move(upper)};
+          upper = KeyBound{stopped->partition_key, std::nullopt, true};
+        }
+        lower = KeyBound{std::move(stopped->partition_key), std::move(stopped->row_key), false};
+        continue;
+      }
+      if (!later) break;
+      lower = std::move(later->lower);
+      upper = std::move(later->upper);
+      later.reset();
     }
-    if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
   }
   return Status::Ok();
 }
