@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -229,6 +231,21 @@ class SqliteStore final : public Store {
   // Opens a read-only connection of the file store with a page cache of
   // `cache_bytes` (0 keeps SQLite's 2 MiB).
   Status OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out);
+  // GetUsage of an in-memory store (scans.cc): table by table, each counted
+  // by a scan of its keys, which hands the one connection over to requests
+  // between rows.
+  Status GetUsageInMemory(std::vector<AccountUsage>* accounts);
+  // Reads the rows of table `id` (`table` of `account`) from `lower` to
+  // `upper` in key order with "SELECT <columns> FROM entities ...", whose
+  // first two columns are pk and rk, calling on_row(Stmt&, bool* done) for
+  // each until it returns a status other than Ok or sets *done. Between two
+  // rows, in memory, hands the connection over when `lease` says so and
+  // resumes after the last row read (kTableNotFound if the table was dropped
+  // meanwhile). REQUIRES: a read transaction open on lease's connection.
+  template <typename OnRow>
+  Status ReadRange(ReadLease* lease, const std::string& account, const std::string& table,
+                   int64_t id, std::string_view columns, std::optional<KeyBound> lower,
+                   std::optional<KeyBound> upper, OnRow&& on_row);
 
   // How a write transaction's commit reaches the disk.
   enum class Sync {
