@@ -211,8 +211,16 @@ class Store {
   Result<Entity> GetEntity(const std::string& account, const std::string& table,
                            const std::string& partition_key, const std::string& row_key);
   // Visits the rows of `request` in key order (see ScanRequest); `*next`
-  // is set as ScanResult::next is. Rows are read in one snapshot, and
-  // without copying: a reply can be written from each row as it comes.
+  // is set as ScanResult::next is. Rows are read without copying: a reply
+  // can be written from each row as it comes. Each row is visited at most
+  // once, and every row in range that no write changed during the call is
+  // visited (up to the limits). A backend reads the page in one snapshot,
+  // or, if it keeps a WriteEpoch, in several taken one after another along
+  // the key order (SqliteStore in memory, which lets waiting requests use
+  // its one connection between two rows): a write committed during the call
+  // then shows in the rows read after it and not in those read before, so a
+  // page may hold part of a batch's effect, as the pages of one query may.
+  // A WriteEpoch unchanged across the call means one instant.
   virtual Status ScanRows(const std::string& account, const std::string& table,
                           const ScanRequest& request, const RowVisitor& visit,
                           std::optional<EntityKey>* next) = 0;

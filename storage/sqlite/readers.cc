@@ -1,5 +1,6 @@
 // SqliteStore: the reader connections of a file store (a general pool and
-// the point readers) and ReadLease, which lends them out.
+// the point readers) and ReadLease, which lends them out (in memory, the one
+// connection, handed over between the rows of a scan).
 #include <algorithm>
 
 #include "storage/sqlite/sqlite_internal.h"
@@ -19,13 +20,15 @@ Status SqliteStore::OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>*
 
 SqliteStore::ReadLease::ReadLease(SqliteStore* store, Kind kind) : store_(store) {
   if (store_->options_.in_memory) {
-    writer_lock_ = std::unique_lock<std::mutex>(store_->writer_mu_);
+    if (kind == kScan) wait_ = WriterWait::kScan;
+    writer_lock_ = store_->LockWriter(wait_);
     conn_ = store_->writer_.get();
+    if (kind == kScan || kind == kShortScan) turn_start_ = std::chrono::steady_clock::now();
     return;
   }
   const SqliteStoreOptions& options = store_->options_;
   std::unique_lock<std::mutex> lock(store_->readers_mu_);
-  if (kind == kPoint) {
+  if (kind == kPoint || kind == kShortScan) {
     if (!store_->idle_point_readers_.empty()) {
       reader_ = std::move(store_->idle_point_readers_.back());
       store_->idle_point_readers_.pop_back();
@@ -57,6 +60,30 @@ SqliteStore::ReadLease::~ReadLease() {
   }
   // No one waits for a point reader.
   if (!point_) store_->readers_cv_.notify_one();
+}
+
+void SqliteStore::ReadLease::HandOver() {
+  conn_->RollbackIfActive();
+  // Taken while no waiter can take the mutex: the count of takings before
+  // this hand-over.
+  const uint64_t before = store_->writer_waiters_.load();
+  store_->scans_handing_over_.fetch_add(1);
+  writer_lock_.unlock();
+  // Until a waiter has taken the connection, or none waits any more: locked
+  // again at once, the mutex would mostly come straight back to this thread.
+  // Every waiter counted takes it eventually, and LockWriter wakes this
+  // thread when one does (it reads scans_handing_over_ after its taking is
+  // counted; this thread reads the word after raising it).
+  for (uint64_t now = store_->writer_waiters_.load();
+       (now & kWritersWaitingMask) != 0 && (now >> 32) == (before >> 32);
+       now = store_->writer_waiters_.load()) {
+    store_->writer_waiters_.wait(now);
+  }
+  store_->scans_handing_over_.fetch_sub(1);
+  store_->scan_handovers_.fetch_add(1, std::memory_order_relaxed);
+  writer_lock_ = store_->LockWriter(wait_);
+  turn_start_ = std::chrono::steady_clock::now();
+  handed_over_ = true;
 }
 
 void SqliteStore::ReadLease::OpenNew(std::unique_lock<std::mutex>& lock, size_t* opened,

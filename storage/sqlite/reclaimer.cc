@@ -33,12 +33,13 @@ void SqliteStore::ReaperLoop() {
       lock.lock();
       if (stopping_) return;
       // Between chunks, leave the writer connection to request threads:
-      // pause, and start the next chunk only when no write waits for it.
+      // pause, and start the next chunk only when no write (in memory: no
+      // read either) waits for it.
       if (more && s.ok()) {
         do {
           reap_cv_.wait_for(lock, std::chrono::milliseconds(1));
           if (stopping_) return;
-        } while (writers_waiting_.load() > 0 || GroupQueued());
+        } while (WriterWanted() || GroupQueued());
       }
     }
     if (!s.ok()) {

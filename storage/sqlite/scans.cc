@@ -1,5 +1,6 @@
 // SqliteStore: entity reads, the point read (GetEntityRow) and key-range
-// scans (ScanRows), and the SQL that turns a KeyRange into a seek.
+// scans (ScanRows, and the in-memory store's usage counts), and the SQL
+// that turns a KeyRange into a seek.
 #include <string>
 
 #include "storage/codec.h"
@@ -96,13 +97,80 @@ Status SqliteStore::GetEntityRow(const std::string& account, const std::string& 
   return visit(row);
 }
 
+template <typename OnRow>
+Status SqliteStore::ReadRange(ReadLease* lease, const std::string& account,
+                              const std::string& table, int64_t id, std::string_view columns,
+                              std::optional<KeyBound> lower, std::optional<KeyBound> upper,
+                              OnRow&& on_row) {
+  Connection* c = lease->conn();
+  // After a hand-over, the partitions after the one it stopped in, when the
+  // range goes on past it.
+  std::optional<KeyRange> later;
+  while (true) {
+    std::optional<EntityKey> stopped;  // the row a hand-over came after
+    {
+      std::string sql = "SELECT ";
+      sql += columns;
+      sql += " FROM entities WHERE table_id = ?1";
+      AppendRangeSql(lower, upper, &sql);
+      sql += " ORDER BY pk, rk";
+      Stmt stmt;
+      Status s = c->Prepare(sql, &stmt);
+      if (!s.ok()) return s;
+      stmt.BindInt64(1, id);
+      BindRange(&stmt, lower, upper);
+      int rc;
+      while ((rc = stmt.Step()) == SQLITE_ROW) {
+        bool done = false;
+        s = on_row(stmt, &done);
+        if (!s.ok() || done) return s;
+        if (lease->ShouldHandOver()) {
+          stopped.emplace();
+          s = DecodeKeyInto(stmt.ColumnBlob(0), &stopped->partition_key);
+          if (s.ok()) s = DecodeKeyInto(stmt.ColumnBlob(1), &stopped->row_key);
+          if (!s.ok()) return s;
+          break;
+        }
+      }
+      if (!stopped && rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
+    }  // the statement is reset: none runs while others use the connection
+    if (stopped) {
+      // In memory, others wait for the one connection: they go first
+      // (ReadLease's turns). The rest of the range is read as the table is
+      // then: each row once, in key order (store.h). The table must still
+      // be the one the read began in, not one dropped and created again
+      // meanwhile.
+      lease->HandOver();
+      int64_t now_id = 0;
+      Status s = c->Exec("BEGIN");
+      if (s.ok()) s = LookupTable(c, account, table, &now_id);
+      if (!s.ok()) return s;
+      if (now_id != id) return Status::TableNotFound(table);
+      // The rest of the stopped row's partition ("pk = ? AND rk > ?"), then
+      // the partitions after it ("pk > ?"): a row value bound
+      // "(pk, rk) > (?, ?)" would be checked on every row that follows.
+      if (!upper || upper->partition_key != stopped->partition_key) {
+        later = KeyRange{KeyBound{stopped->partition_key, std::nullopt, false}, std::move(upper)};
+        upper = KeyBound{stopped->partition_key, std::nullopt, true};
+      }
+      lower = KeyBound{std::move(stopped->partition_key), std::move(stopped->row_key), false};
+      continue;
+    }
+    if (!later) return Status::Ok();
+    lower = std::move(later->lower);
+    upper = std::move(later->upper);
+    later.reset();
+  }
+}
+
 Status SqliteStore::ScanRows(const std::string& account, const std::string& table,
                              const ScanRequest& request, const RowVisitor& visit,
                              std::optional<EntityKey>* next) {
   next->reset();
-  ReadLease lease(this, request.point_reader ? ReadLease::kPoint : ReadLease::kAny);
+  ReadLease lease(this, request.point_reader ? ReadLease::kShortScan : ReadLease::kScan);
   Connection* c = lease.conn();
-  // One read transaction: every range of the page sees one snapshot.
+  // One read transaction: every range of the page sees one snapshot. In
+  // memory, one per turn on the connection (ReadRange).
   Status s = c->Exec("BEGIN");
   int64_t id = 0;
   if (s.ok()) s = LookupTable(c, account, table, &id);
@@ -110,22 +178,58 @@ Status SqliteStore::ScanRows(const std::string& account, const std::string& tabl
 
   RowPage page(request, visit, next);
   for (const KeyRange& range : request.ranges) {
-    std::optional<KeyBound> lower = EffectiveLower(range.lower, request.start);
-    std::string sql = "SELECT pk, rk, ts, props FROM entities WHERE table_id = ?1";
-    AppendRangeSql(lower, range.upper, &sql);
-    sql += " ORDER BY pk, rk";
-    Stmt stmt;
-    s = c->Prepare(sql, &stmt);
-    if (!s.ok()) return s;
-    stmt.BindInt64(1, id);
-    BindRange(&stmt, lower, range.upper);
-    int rc;
-    while ((rc = stmt.Step()) == SQLITE_ROW) {
-      s = page.Offer(stmt.ColumnBlob(0), stmt.ColumnBlob(1), stmt.ColumnInt64(2),
-                     stmt.ColumnBlob(3));
-      if (!s.ok() || page.full()) return s;
+    s = ReadRange(&lease, account, table, id, "pk, rk, ts, props",
+                  EffectiveLower(range.lower, request.start), range.upper,
+                  [&page](Stmt& row, bool* done) {
+                    Status st = page.Offer(row.ColumnBlob(0), row.ColumnBlob(1), row.ColumnInt64(2),
+                                           row.ColumnBlob(3));
+                    *done = page.full();
+                    return st;
+                  });
+    if (!s.ok() || page.full()) return s;
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::GetUsageInMemory(std::vector<AccountUsage>* accounts) {
+  // Counted in one statement, the rows would hold the one connection for
+  // the whole count: each table's rows are counted by a scan of their keys,
+  // which hands the connection over to requests.
+  ReadLease lease(this, ReadLease::kScan);
+  Connection* c = lease.conn();
+  Status s = c->Exec("BEGIN");
+  if (!s.ok()) return s;
+  struct Table {
+    std::string account, name;
+    int64_t id;
+  };
+  std::vector<Table> tables;
+  s = Query(c, "SELECT account, name, id FROM tables ORDER BY account", [&](Stmt& row) {
+    tables.push_back(
+        Table{std::string(row.ColumnText(0)), std::string(row.ColumnText(1)), row.ColumnInt64(2)});
+  });
+  if (!s.ok()) return s;
+  for (const Table& t : tables) {
+    // After a hand-over the table may have been dropped since it was listed.
+    int64_t id = 0;
+    s = LookupTable(c, t.account, t.name, &id);
+    uint64_t rows = 0;
+    if (s.ok() && id == t.id) {
+      s = ReadRange(&lease, t.account, t.name, t.id, "pk, rk", std::nullopt, std::nullopt,
+                    [&rows](Stmt&, bool*) {
+                      ++rows;
+                      return Status::Ok();
+                    });
+    } else if (s.ok()) {
+      s = Status::TableNotFound(t.name);
     }
-    if (rc != SQLITE_DONE) return SqlStatus(c->db, rc, "scan");
+    if (s.code() == StatusCode::kTableNotFound) continue;  // dropped meanwhile
+    if (!s.ok()) return s;
+    if (accounts->empty() || accounts->back().account != t.account) {
+      accounts->push_back(AccountUsage{t.account, 0, 0});
+    }
+    ++accounts->back().tables;
+    accounts->back().entities += rows;
   }
   return Status::Ok();
 }

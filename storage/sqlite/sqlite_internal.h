@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -223,11 +224,25 @@ struct SqliteStore::Connection {
 };
 
 // A connection borrowed for reading: a pooled reader of a file store (for
-// a point read, a point reader when one is idle), or the single connection of
-// an in-memory store (holding the writer mutex). Defined in readers.cc.
+// a point read or a short page, a point reader when one is idle), or the
+// single connection of an in-memory store (holding the writer mutex).
+// Defined in readers.cc.
 class SqliteStore::ReadLease {
  public:
-  enum Kind { kAny, kPoint };
+  // kPoint: GetEntityRow; kShortScan: a scan with ScanRequest::point_reader;
+  // kScan: any other scan; kAny: anything else. In memory, a kScan waits
+  // for the connection as a scan, everything else as a request
+  // (LockWriter).
+  enum Kind { kAny, kPoint, kShortScan, kScan };
+
+  // In memory, the turns of a scan on the connection (ShouldHandOver): once
+  // it has handed the connection over, it keeps it for at least kMinTurn
+  // before it lets requests go first again, so that a stream of requests
+  // cannot stop it; it keeps it for at most kScanTurn while only other
+  // scans wait (so that scans take turns), or while anyone waits if it is a
+  // short page (kShortScan: it is expected to end sooner, like a point read).
+  static constexpr std::chrono::microseconds kMinTurn{100};
+  static constexpr std::chrono::microseconds kScanTurn{2000};
 
   explicit ReadLease(SqliteStore* store, Kind kind = kAny);
   ~ReadLease();
@@ -236,6 +251,24 @@ class SqliteStore::ReadLease {
   ReadLease& operator=(const ReadLease&) = delete;
 
   Connection* conn() const { return conn_; }
+
+  // In memory: true iff this lease should let those waiting for the
+  // connection go first now (the turns above); a scan then hands it over
+  // between two rows (HandOver). Always false on a file store, whose
+  // readers wait for no one.
+  bool ShouldHandOver() const {
+    if (!writer_lock_.owns_lock()) return false;
+    const uint64_t waiting = store_->writer_waiters_.load(std::memory_order_relaxed);
+    if ((waiting & kWritersWaitingMask) == 0) return false;
+    const bool requests = (waiting & kRequestsWaitingMask) != 0 && wait_ == WriterWait::kScan;
+    if (requests && !handed_over_) return true;
+    return std::chrono::steady_clock::now() - turn_start_ >= (requests ? kMinTurn : kScanTurn);
+  }
+  // In memory: ends the read transaction, lets the requests and scans
+  // waiting for the connection take it first, and takes it back (in a new
+  // turn, with no transaction open). REQUIRES: no statement of this lease's
+  // running; ShouldHandOver() returned true.
+  void HandOver();
 
  private:
   // Opens one more reader into reader_ with the lock released, counted in
@@ -246,8 +279,24 @@ class SqliteStore::ReadLease {
   Connection* conn_ = nullptr;
   std::unique_ptr<Connection> reader_;
   bool point_ = false;  // reader_ is a point reader
+  // In memory: the writer mutex, held as a request or a scan since
+  // turn_start_ (set for scans only).
   std::unique_lock<std::mutex> writer_lock_;
+  WriterWait wait_ = WriterWait::kRequest;
+  std::chrono::steady_clock::time_point turn_start_;
+  bool handed_over_ = false;
 };
+
+inline std::unique_lock<std::mutex> SqliteStore::LockWriter(WriterWait wait) {
+  const uint64_t waiting = wait == WriterWait::kScan ? kScanWaiting : kRequestWaiting;
+  writer_waiters_.fetch_add(waiting);
+  std::unique_lock<std::mutex> lock(writer_mu_);
+  // One waiter fewer, one more taking: the word changes, which is what a
+  // scan in ReadLease::HandOver waits for.
+  writer_waiters_.fetch_add(kWriterTaken - waiting);
+  if (scans_handing_over_.load() > 0) writer_waiters_.notify_all();
+  return lock;
+}
 
 // The live table `table` of `account` (case-insensitive): its id and, if
 // `name` is set, its name as created. kTableNotFound if absent.
@@ -335,9 +384,8 @@ struct SqliteStore::PendingApply {
 template <typename Body>
 Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   // Lazy transactions are the reaper's own; everyone else goes first.
-  if (sync != Sync::kLazy) writers_waiting_.fetch_add(1);
-  std::unique_lock<std::mutex> lock(writer_mu_);
-  if (sync != Sync::kLazy) writers_waiting_.fetch_sub(1);
+  std::unique_lock<std::mutex> lock = sync == Sync::kLazy ? std::unique_lock<std::mutex>(writer_mu_)
+                                                          : LockWriter(WriterWait::kRequest);
   Connection* w = writer_.get();
   Status s = w->Exec("BEGIN IMMEDIATE");
   if (s.ok()) s = body(w);

@@ -253,6 +253,9 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
   stats.writer_cache_releases = writer_cache_releases_.load(std::memory_order_relaxed);
   stats.writer_cache_bytes_released = writer_cache_bytes_released_.load(std::memory_order_relaxed);
+  const uint64_t waiting = writer_waiters_.load(std::memory_order_relaxed);
+  stats.writer_waiters = (waiting & kRequestsWaitingMask) + ((waiting >> 16) & 0xffff);
+  stats.scan_handovers = scan_handovers_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(readers_mu_);
   stats.readers_open = readers_opened_;
   stats.point_readers_open = point_readers_opened_;

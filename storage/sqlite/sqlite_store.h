@@ -6,8 +6,9 @@
 // (as Store requires). Writes are serialized on one writer connection; file
 // stores read through a pool of reader connections that run concurrently
 // with the writer; in-memory stores serve everything from one connection
-// under a mutex. The store owns its threads (committer, syncer,
-// checkpointer, reaper); the destructor stops and joins them.
+// under a mutex, which a scan hands over between two rows to whoever waits
+// for it. The store owns its threads (committer, syncer, checkpointer,
+// reaper); the destructor stops and joins them.
 #pragma once
 
 #include <atomic>
@@ -16,7 +17,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -136,6 +139,11 @@ struct SqliteStoreStats {
   // opened as reads needed them.
   uint64_t readers_open = 0;
   uint64_t point_readers_open = 0;
+  // Requests and scans waiting for the writer connection (in memory, the
+  // only one) right now, and how often a scan in memory has handed the
+  // connection over to them between two rows (ScanRows).
+  uint64_t writer_waiters = 0;
+  uint64_t scan_handovers = 0;
 };
 
 class SqliteStore final : public Store {
@@ -168,7 +176,8 @@ class SqliteStore final : public Store {
                       const std::string& partition_key, const std::string& row_key,
                       const RowVisitor& visit) override;
   // The predicate and the visitor run while a connection is held: they must
-  // not call back into the store.
+  // not call back into the store. In memory, a page is read in one snapshot
+  // per turn on the connection (storage/README.md, "In memory").
   Status ScanRows(const std::string& account, const std::string& table, const ScanRequest& request,
                   const RowVisitor& visit, std::optional<EntityKey>* next) override;
   using Store::Scan;
@@ -230,6 +239,21 @@ class SqliteStore final : public Store {
   // Opens a read-only connection of the file store with a page cache of
   // `cache_bytes` (0 keeps SQLite's 2 MiB).
   Status OpenReader(int64_t cache_bytes, std::unique_ptr<Connection>* out);
+  // GetUsage of an in-memory store (scans.cc): table by table, each counted
+  // by a scan of its keys, which hands the one connection over to requests
+  // between rows.
+  Status GetUsageInMemory(std::vector<AccountUsage>* accounts);
+  // Reads the rows of table `id` (`table` of `account`) from `lower` to
+  // `upper` in key order with "SELECT <columns> FROM entities ...", whose
+  // first two columns are pk and rk, calling on_row(Stmt&, bool* done) for
+  // each until it returns a status other than Ok or sets *done. Between two
+  // rows, in memory, hands the connection over when `lease` says so and
+  // resumes after the last row read (kTableNotFound if the table was dropped
+  // meanwhile). REQUIRES: a read transaction open on lease's connection.
+  template <typename OnRow>
+  Status ReadRange(ReadLease* lease, const std::string& account, const std::string& table,
+                   int64_t id, std::string_view columns, std::optional<KeyBound> lower,
+                   std::optional<KeyBound> upper, OnRow&& on_row);
 
   // How a write transaction's commit reaches the disk.
   enum class Sync {
@@ -357,11 +381,32 @@ class SqliteStore final : public Store {
   // The writer connection; in memory also the only connection.
   std::mutex writer_mu_;
   std::unique_ptr<Connection> writer_;  // guarded by writer_mu_
-  // Requests waiting for writer_mu_: the reaper starts no chunk while any
-  // are (std::mutex is not fair, so it could otherwise take the connection
-  // back chunk after chunk).
-  std::atomic<int> writers_waiting_{0};
-  int64_t last_timestamp_ = 0;  // guarded by writer_mu_
+  // Who waits for writer_mu_, so that a long holder can let them go first
+  // (std::mutex is not fair: a holder that unlocks and locks again usually
+  // gets it back). A request (a write; in memory also every read but a
+  // bulk scan) or a bulk scan in memory takes it with LockWriter.
+  enum class WriterWait { kRequest, kScan };
+  std::unique_lock<std::mutex> LockWriter(WriterWait wait);
+  // True iff a request or a scan waits in LockWriter: the reaper starts no
+  // chunk meanwhile.
+  bool WriterWanted() const {
+    return (writer_waiters_.load(std::memory_order_relaxed) & kWritersWaitingMask) != 0;
+  }
+  // writer_waiters_ packs the requests waiting (bits 0-15), the scans
+  // waiting (bits 16-31) and how often a waiter has taken writer_mu_ (bits
+  // 32-63, wrapping), so that a scan handing the connection over waits on
+  // one atomic for a waiter to have taken it (ReadLease::HandOver).
+  static constexpr uint64_t kRequestWaiting = 1;
+  static constexpr uint64_t kScanWaiting = uint64_t{1} << 16;
+  static constexpr uint64_t kRequestsWaitingMask = 0xffff;
+  static constexpr uint64_t kWritersWaitingMask = 0xffffffff;
+  static constexpr uint64_t kWriterTaken = uint64_t{1} << 32;
+  std::atomic<uint64_t> writer_waiters_{0};
+  // Scans waiting in HandOver for a waiter to take writer_mu_: LockWriter
+  // wakes them.
+  std::atomic<int> scans_handing_over_{0};
+  std::atomic<uint64_t> scan_handovers_{0};  // SqliteStoreStats::scan_handovers
+  int64_t last_timestamp_ = 0;               // guarded by writer_mu_
   // Snapshots: per table id, the Applies that wrote to it since the store
   // opened (absent: none), and while any snapshot exists the keys they
   // wrote, so that a restore can tell which tables are still exactly as

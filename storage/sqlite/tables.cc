@@ -185,6 +185,7 @@ Status SqliteStore::ResetAccount(const std::string& account) {
 Status SqliteStore::GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) {
   accounts->clear();
   *bytes = 0;
+  if (options_.in_memory) return GetUsageInMemory(accounts);
   ReadLease lease(this);
   Connection* c = lease.conn();
   // One snapshot for both counts.

@@ -216,9 +216,7 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
 }
 
 void SqliteStore::CommitGroup(const std::vector<PendingApply*>& group) {
-  writers_waiting_.fetch_add(1);
-  std::unique_lock<std::mutex> lock(writer_mu_);
-  writers_waiting_.fetch_sub(1);
+  std::unique_lock<std::mutex> lock = LockWriter(WriterWait::kRequest);
   Connection* w = writer_.get();
   Status s = w->Exec("BEGIN IMMEDIATE");
   if (!s.ok()) {
@@ -391,9 +389,7 @@ void SqliteStore::WriterCacheUsed() {
 
 void SqliteStore::ReleaseWriterCache() {
   {
-    writers_waiting_.fetch_add(1);
-    std::lock_guard<std::mutex> lock(writer_mu_);
-    writers_waiting_.fetch_sub(1);
+    std::unique_lock<std::mutex> lock = LockWriter(WriterWait::kRequest);
     int used = 0, high = 0;
     sqlite3_db_status(writer_->db, SQLITE_DBSTATUS_CACHE_USED, &used, &high, 0);
     sqlite3_db_release_memory(writer_->db);
