@@ -10,7 +10,8 @@
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
-#                                        # container, resilience, packages, fuzz, sanitize, postgres)
+#                                        # container, resilience, isolation, packages, fuzz,
+#                                        # sanitize, postgres)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -187,6 +188,11 @@ else
   # it uses only Node's standard library).
   if wants resilience && [[ -f tests/resilience/run.js ]]; then
     run_suite resilience "$e2e_timeout" node tests/resilience/run.js
+  fi
+  # Attacks while a victim client measures its latency and the server's
+  # memory is watched (tests/isolation/README.md); standard library only.
+  if wants isolation && [[ -f tests/isolation/run.js ]]; then
+    run_suite isolation "$e2e_timeout" node tests/isolation/run.js
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
