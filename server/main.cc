@@ -32,6 +32,7 @@
 #include "server/operations/test_double.h"
 #include "server/protocol/document_cache.h"
 #include "server/protocol/request.h"
+#include "server/protocol/response_budget.h"
 #include "storage/edm_text.h"
 #include "storage/postgres/postgres_store.h"
 #include "storage/sqlite/sqlite_store.h"
@@ -51,6 +52,14 @@ constexpr size_t kBlockingThreads = 32;
 // could only wait in memory: the server parses them on its I/O threads
 // (one per CPU) and commits writes one group at a time.
 constexpr size_t kBodyMemory = 256 * 1024 * 1024;
+
+// The memory response bodies over 64 KiB may hold across all connections
+// while they are rendered and written (response_budget.h): two of the
+// longest pages (16 MiB), or 32 of the longest entities. A client reading
+// its answers takes them in milliseconds on a local network; the budget
+// fills only with answers nobody reads, which otherwise stay until the
+// request timeout.
+constexpr size_t kResponseMemory = 32 * 1024 * 1024;
 
 // How long a cached ACL or CORS rule set is used on a store that other
 // nodes write too (PostgreSQL) before it is read again (document_cache.h).
@@ -342,6 +351,8 @@ int Serve(const server::CliOptions& cli) {
   // destroyed, go with them.
   server::BodyBudget body_budget(kBodyMemory);
   ctx.body_budget = &body_budget;
+  server::ResponseBudget response_budget(kResponseMemory);
+  ctx.response_budget = &response_budget;
   server::SetConnectionLimits({.max_connections = cli.max_connections,
                                .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
                                .request_timeout = std::chrono::seconds(cli.request_timeout_s)});

@@ -329,8 +329,10 @@ void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
     // on this thread, asks for the body of an admitted request that reads
     // one, and answers the rest without blocking this thread (the response
     // then comes through Defer).
-    Carry(ServeRequest(ctx_, parser_->get(), Arrival{peer_, in_flight, body_unread_},
-                       &HttpSession::Defer, this, &held_));
+    Carry(ServeRequest(
+        ctx_, parser_->get(),
+        Arrival{peer_, in_flight, body_unread_, response_hold_ ? &*response_hold_ : nullptr},
+        &HttpSession::Defer, this, &held_));
   });
 }
 
@@ -495,6 +497,15 @@ void HttpSession<Derived>::Respond(HttpResponse res) {
     body_reserved_ = 0;
   }
   if (IsConnectionDrop(res)) return DropConnection();
+  // A large body is held until it is written: within the response budget,
+  // or answered 503 ServerBusy instead (response_budget.h).
+  if (response_hold_) {
+    if (res.body().size() <= kUnbudgetedResponseBytes) {
+      response_hold_->Clear();
+    } else if (!response_hold_->SetTo(res.body().size())) {
+      res = ServerBusyInstead(res);
+    }
+  }
   bool close = res.need_eof() || group_->closing();
   discard_body_ = false;
   if (body_unread_) {
@@ -619,6 +630,7 @@ void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
 template <class Derived>
 void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t) {
   Guard("write", [&] {
+    if (response_hold_) response_hold_->Clear();
     EndRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->Kick();
     if (ec) return Fail(ec, "write");
@@ -629,6 +641,10 @@ void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t
       return DoDrain();
     }
     if (close) return derived().DoClose();
+    // Its memory goes too: assigning an empty message would keep the body's
+    // buffer (a short string is copied into it), held by an idle
+    // connection outside the response budget.
+    std::string().swap(response_.body());
     response_ = {};
     if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
     if (discard_body_) {

@@ -34,6 +34,7 @@
 
 #include "server/http/request_parser.h"
 #include "server/protocol/request.h"
+#include "server/protocol/response_budget.h"
 #include "server/protocol/router.h"
 #include "server/protocol/scheduler.h"
 
@@ -151,6 +152,7 @@ class HttpSession : public Connection {
   HttpSession(const ServerContext& ctx, std::shared_ptr<SessionGroup> group, std::string peer)
       : ctx_(ctx), group_(std::move(group)), peer_(std::move(peer)) {
     LimitReadBuffer(buffer_);
+    if (ctx_.response_budget != nullptr) response_hold_.emplace(ctx_.response_budget);
   }
   ~HttpSession() override;
 
@@ -237,6 +239,8 @@ class HttpSession : public Connection {
   // A connection keeps a wire buffer up to this size between requests.
   static constexpr size_t kKeepWireBytes = 64 * 1024;
   HttpResponse response_;
+  // What the answer holds from ctx_.response_budget (set iff there is one).
+  std::optional<ResponseHold> response_hold_;
   std::string peer_;
   std::uint64_t drain_left_ = 0;  // bytes still to drop before closing
   // The read buffer's capacity (DoRead): the larger one after a request

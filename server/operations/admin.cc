@@ -10,6 +10,7 @@
 #include "server/http/page_prefetch.h"
 #include "server/operations/test_double.h"
 #include "server/protocol/document_cache.h"
+#include "server/protocol/response_budget.h"
 
 namespace cerulean::server {
 
@@ -90,6 +91,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     if (ctx.metrics) res.body() += ctx.metrics->RenderMemory(*ctx.store);
     if (ctx.documents) res.body() += ctx.documents->RenderMetrics();
     if (ctx.body_budget) res.body() += ctx.body_budget->RenderMetrics();
+    if (ctx.response_budget) res.body() += ctx.response_budget->RenderMetrics();
     return res;
   }
   // PrepareAdmin set req.op only once the account's key authorized it.

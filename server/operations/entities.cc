@@ -15,6 +15,7 @@
 #include "server/protocol/entity_id.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
+#include "server/protocol/response_budget.h"
 
 namespace cerulean::server {
 
@@ -44,6 +45,15 @@ constexpr size_t kInlinePlanFilterBytes = 512;
 constexpr size_t kInlineQueryRanges = 16;
 constexpr size_t kInlineQueryRows = 100;
 constexpr size_t kInlineQueryBytes = 128 * 1024;
+// The longest JSON page rendered off the I/O thread: a longer one ends
+// there with a continuation (as a page may end before $top).
+constexpr size_t kMaxPageBytes = 16 * 1024 * 1024;
+// A page being rendered takes from the response budget this much ahead of
+// its length, so that it takes once per megabyte, not once per entity.
+constexpr size_t kPageBudgetStep = 1024 * 1024;
+// The most a page reserves ahead of its length (grown further as needed):
+// a page's length is guessed from its first entity and $top.
+constexpr size_t kPageReserveBytes = 4 * 1024 * 1024;
 
 bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
   bool bad = false;
@@ -110,14 +120,35 @@ struct FeedInputs {
   JsonContext json() const { return JsonContext{base, account, table, level}; }
 };
 
+// How long a JSON page may grow, and how it ends when it would grow longer.
+struct PageLimit {
+  size_t max_bytes = SIZE_MAX;
+  // True: the page ends before the entity that made it long, with a
+  // continuation naming that entity. False, or when its first entity makes
+  // it long: the rendering gives up with kBusy (503 ServerBusy).
+  bool cut = false;
+  // While it is rendered, the page holds its length through this hold on
+  // the response budget, growing it kPageBudgetStep ahead; a page that
+  // cannot grow it is long. May be null. The session settles the hold when
+  // it takes the answer.
+  ResponseHold* hold = nullptr;
+};
+
+// True iff a page `length` bytes long is long by `limit`: past max_bytes,
+// or past what it holds from the budget and unable to take more.
+bool IsLong(const PageLimit& limit, size_t length) {
+  if (length > limit.max_bytes) return true;
+  return limit.hold != nullptr && !limit.hold->GrowTo(length, kPageBudgetStep);
+}
+
 // The body of a Query Entities page in JSON, each entity written as the
 // store reads its row: straight from the stored encoding, or (for $select)
-// from the row decoded. Gives up with kBusy once the body is longer than
-// `max_bytes`. `*written` (if given) gets the number of entities written.
+// from the row decoded. Ends as `limit` says once the page is long (null:
+// never). `*written` (if given) gets the number of entities written.
 storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs& in,
                                      const storage::ScanRequest& scan, std::string* body,
                                      std::optional<storage::EntityKey>* next,
-                                     size_t max_bytes = SIZE_MAX, size_t* written = nullptr) {
+                                     PageLimit* limit = nullptr, size_t* written = nullptr) {
   const JsonContext jc = in.json();
   const std::vector<std::string>* select = in.select ? &*in.select : nullptr;
   body->reserve(4096);
@@ -129,7 +160,8 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
   }
   *body += "\"value\":[";
   size_t count = 0;
-  storage::Entity decoded;  // reused row after row ($select only)
+  std::optional<storage::EntityKey> cut_at;  // PageLimit::cut: the first entity left out
+  storage::Entity decoded;                   // reused row after row ($select only)
   auto append = [&](storage::EntityRow& row) -> storage::Status {
     if (select == nullptr) return AppendEntityRowJson(body, row, jc, false);
     const storage::Entity* e = row.decoded;
@@ -151,13 +183,23 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
           // Sized from the first entity (+1/8) for a full page, so that a
           // page is rarely copied while it grows.
           size_t first = body->size() - before + 1;
-          body->reserve(body->size() +
-                        (std::min<size_t>(scan.limit, 1000) - 1) * (first + first / 8) + 16);
+          size_t rest = (std::min<size_t>(scan.limit, 1000) - 1) * (first + first / 8) + 16;
+          if (limit != nullptr) rest = std::min({rest, limit->max_bytes, kPageReserveBytes});
+          body->reserve(body->size() + rest);
         }
-        if (st.ok() && body->size() > max_bytes) return storage::Status::Busy("page too long");
-        return st;
+        if (!st.ok() || limit == nullptr || !IsLong(*limit, body->size())) return st;
+        // A first entity that does not fit the budget: 503 ServerBusy.
+        if (!limit->cut || count == 1) return storage::Status::Busy("page too long");
+        body->resize(before - 1);  // the entity and its comma
+        --count;
+        cut_at = storage::EntityKey{std::string(row.partition_key), std::string(row.row_key)};
+        return storage::Status::Busy("page cut");
       },
       next);
+  if (cut_at) {
+    s = storage::Status::Ok();
+    *next = std::move(cut_at);
+  }
   *body += "]}";
   if (written != nullptr) *written = count;
   return s;
@@ -429,8 +471,18 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
         return std::nullopt;
       }
       scan.point_reader = inline_only;
-      storage::Status s = StreamEntityFeedJson(
-          ctx, q.in, scan, &body, &next, inline_only ? kInlineQueryBytes : SIZE_MAX, &returned);
+      // Off the I/O thread a page holds its length from the response
+      // budget while it is rendered, and ends early (with a continuation)
+      // when the budget has no more.
+      PageLimit limit;
+      if (inline_only) {
+        limit.max_bytes = kInlineQueryBytes;
+      } else {
+        limit.max_bytes = kMaxPageBytes;
+        limit.cut = true;
+        limit.hold = req.response_hold;
+      }
+      storage::Status s = StreamEntityFeedJson(ctx, q.in, scan, &body, &next, &limit, &returned);
       if (inline_only && s.code() == storage::StatusCode::kBusy) return std::nullopt;
       if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "server/operations/test_server.h"
+#include "server/protocol/response_budget.h"
 
 namespace cerulean::server {
 namespace {
@@ -181,6 +182,52 @@ TEST_CASE("Query Entities: pages joined by continuation headers") {
                  "InvalidInput", "One of the request inputs is not valid.");
   CheckJsonError(s.Send(http::verb::get, "/devstoreaccount1/nothere()"), 404, "TableNotFound",
                  "The table specified does not exist.");
+}
+
+TEST_CASE("Query Entities: a page ends early when the response budget has no more; none is 503") {
+  ItemsServer s;
+  ResponseBudget budget(300 * 1024);
+  ResponseHold hold(&budget);
+  s.ctx().response_budget = &budget;
+  s.set_response_hold(&hold);
+  const std::string text = '"' + std::string(30000, 'x') + '"';
+  const std::string big = R"("S1":)" + text + R"(,"S2":)" + text;
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(s.Insert("p", "r" + std::to_string(i), big).result_int() == 201);
+  // $top over the inline limit: the page is rendered off the I/O thread,
+  // within the budget.
+  std::vector<std::string> seen;
+  std::string target = "/devstoreaccount1/items()?$top=1000";
+  int pages = 0;
+  while (true) {
+    HttpResponse res = s.Send(http::verb::get, target);
+    REQUIRE(res.result_int() == 200);
+    CHECK(res.body().size() <= 300 * 1024);
+    CHECK(hold.held() >= res.body().size());
+    // What the session does once the answer is written.
+    hold.Clear();
+    auto body = nlohmann::json::parse(res.body());
+    CHECK(!body["value"].empty());
+    for (const auto& e : body["value"]) seen.push_back(e["RowKey"]);
+    ++pages;
+    const std::string npk = HeaderOf(res, "x-ms-continuation-NextPartitionKey");
+    if (npk.empty()) break;
+    REQUIRE(pages < 10);
+    target = "/devstoreaccount1/items()?$top=1000&NextPartitionKey=" + QueryValue(npk) +
+             "&NextRowKey=" + QueryValue(HeaderOf(res, "x-ms-continuation-NextRowKey"));
+  }
+  CHECK(pages > 1);
+  CHECK(seen ==
+        std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"});
+  CHECK(budget.in_use() == 0);
+
+  // Others hold all but 10 KiB: not even the first entity fits.
+  REQUIRE(budget.TryTake(budget.capacity() - 10 * 1024));
+  CheckJsonError(s.Send(http::verb::get, "/devstoreaccount1/items()?$top=1000"), 503, "ServerBusy",
+                 "The server is busy.");
+  hold.Clear();
+  budget.Release(budget.capacity() - 10 * 1024);
+  CHECK(budget.in_use() == 0);
 }
 
 // `text` percent-encoded for a query string.

@@ -79,6 +79,9 @@ class TestServer {
 
   // Options may be changed between requests.
   ServerContext& ctx() { return ctx_; }
+  // The hold on ctx().response_budget that requests carry (as a session's
+  // do: Request::response_hold); null: none.
+  void set_response_hold(ResponseHold* hold) { response_hold_ = hold; }
   storage::Store& store() { return *ctx_.store; }
   // True iff the calling thread is the server's I/O thread.
   bool OnIoThread() { return io_.get_executor().running_in_this_thread(); }
@@ -194,8 +197,9 @@ class TestServer {
 
   void Head(const std::shared_ptr<Call>& call) {
     static const std::string kPeer = "127.0.0.1";
-    Served served = ServeRequest(ctx_, call->http, Arrival{kPeer, 1, !call->body.empty()},
-                                 &TestServer::Defer, call.get(), &call->held);
+    Served served =
+        ServeRequest(ctx_, call->http, Arrival{kPeer, 1, !call->body.empty(), response_hold_},
+                     &TestServer::Defer, call.get(), &call->held);
     Carry(call, std::move(served));
   }
 
@@ -207,6 +211,7 @@ class TestServer {
   ServerContext ctx_;
   std::thread io_thread_;
   bool answered_inline_ = false;
+  ResponseHold* response_hold_ = nullptr;
   std::atomic<bool> misused_{false};  // answered twice, or a body asked for twice
 };
 

@@ -85,6 +85,8 @@ class PagePrefetcher;
 class FaultInjector;
 class DocumentCache;
 class BodyBudget;
+class ResponseBudget;
+class ResponseHold;
 struct CorsRule;
 
 struct ServerOptions {
@@ -120,6 +122,9 @@ struct ServerContext {
   // The memory request bodies may hold across all connections
   // (body_budget.h); may be null: unbounded.
   BodyBudget* body_budget = nullptr;
+  // The memory response bodies may hold across all connections
+  // (response_budget.h); may be null: unbounded.
+  ResponseBudget* response_budget = nullptr;
 };
 
 // What the request addresses, after the account segment.
@@ -235,6 +240,9 @@ struct Request {
   // included: all an operation is told of the load (Query Entities renders
   // its next page ahead only when it is alone).
   int in_flight = 1;
+  // What the answer holds from ctx.response_budget (response_budget.h):
+  // the connection's hold, which a page being rendered grows. May be null.
+  ResponseHold* response_hold = nullptr;
   // The injected fault, for the access log (faults.h); empty if none.
   std::string_view fault;
   // The account's CORS rules as cached when the request was prepared; null

@@ -325,6 +325,7 @@ Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& 
   req.request_id = NewRequestId();
   req.peer_address = arrival.peer_address;
   req.in_flight = arrival.in_flight;
+  req.response_hold = arrival.response_hold;
   // Without a pool, everything runs (and may wait) on the calling thread.
   req.may_load_documents = ctx.blocking_pool == nullptr;
   Served refused{Served::Next::kAnswered, std::nullopt};

@@ -26,6 +26,9 @@ struct Arrival {
   int in_flight = 1;
   // The head announced a body that has not been read.
   bool body_pending = false;
+  // The connection's hold on the response budget (Request::response_hold);
+  // may be null.
+  ResponseHold* response_hold = nullptr;
 };
 
 // A request from its head to the end of its body: prepared by ServeRequest

@@ -1,0 +1,77 @@
+#include "server/protocol/response_budget.h"
+
+#include <doctest/doctest.h>
+
+namespace cerulean::server {
+namespace {
+
+namespace http = boost::beast::http;
+
+TEST_CASE("ResponseBudget: takes what fits, up to its capacity") {
+  ResponseBudget budget(100);
+  CHECK(budget.TryTake(60));
+  CHECK_FALSE(budget.TryTake(41));
+  CHECK(budget.TakeUpTo(50) == 40);
+  CHECK(budget.TakeUpTo(1) == 0);
+  CHECK(budget.in_use() == 100);
+  budget.Release(100);
+  CHECK(budget.in_use() == 0);
+  CHECK(budget.RenderMetrics().find("cerulean_response_body_refused_total 1\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("ResponseHold: grows ahead, settles to a body's size, gives back when cleared or gone") {
+  ResponseBudget budget(100);
+  {
+    ResponseHold hold(&budget);
+    CHECK(hold.GrowTo(10, 20));
+    CHECK(hold.held() == 30);
+    CHECK(hold.GrowTo(25, 20));  // already held
+    CHECK(hold.held() == 30);
+    CHECK(hold.SetTo(12));
+    CHECK(budget.in_use() == 12);
+    CHECK(hold.SetTo(90));
+    CHECK(budget.in_use() == 90);
+    CHECK_FALSE(hold.GrowTo(120, 0));  // takes the last 10, still short
+    CHECK(hold.held() == 100);
+    CHECK_FALSE(hold.SetTo(101));  // does not fit: holds nothing
+    CHECK(hold.held() == 0);
+    CHECK(budget.in_use() == 0);
+    CHECK(hold.SetTo(50));
+  }
+  CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its common headers") {
+  HttpResponse page{http::status::ok, 11};
+  page.set(http::field::content_type,
+           "application/json;odata=nometadata;streaming=true;charset=utf-8");
+  page.set("x-ms-request-id", "6c2d1c0e-0000-4000-8000-000000000001");
+  page.set("x-ms-version", "2019-02-02");
+  page.set("Access-Control-Allow-Origin", "https://example.com");
+  page.set("x-ms-continuation-NextPartitionKey", "1!4!cA--");
+  page.set(http::field::etag, "W/\"x\"");
+  page.body() = std::string(100000, 'x');
+  page.prepare_payload();
+
+  HttpResponse busy = ServerBusyInstead(page);
+  CHECK(busy.result_int() == 503);
+  CHECK(busy["x-ms-error-code"] == "ServerBusy");
+  CHECK(busy["x-ms-request-id"] == "6c2d1c0e-0000-4000-8000-000000000001");
+  CHECK(busy["x-ms-version"] == "2019-02-02");
+  CHECK(busy["Access-Control-Allow-Origin"] == "https://example.com");
+  CHECK(busy.find("x-ms-continuation-NextPartitionKey") == busy.end());
+  CHECK(busy.find(http::field::etag) == busy.end());
+  CHECK(busy[http::field::content_type] ==
+        "application/json;odata=nometadata;streaming=true;charset=utf-8");
+  CHECK(busy.body().find(R"("code":"ServerBusy")") != std::string::npos);
+  CHECK(busy[http::field::content_length] == std::to_string(busy.body().size()));
+
+  page.set(http::field::content_type, "application/atom+xml;charset=utf-8");
+  busy = ServerBusyInstead(page);
+  CHECK(busy[http::field::content_type] == "application/xml");
+  CHECK(busy.body().find("<code>ServerBusy</code>") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace cerulean::server
