@@ -188,7 +188,10 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 // that may read goes to the pool: on the I/O thread it would hold every
 // connection of that thread meanwhile. That includes entity writes and
 // batches: they are parsed on the pool and committed from there, because
-// their error paths and a batch's retrieve read the store.
+// their error paths and a batch's retrieve read the store. On any store, an
+// entity write or batch whose body is longer than kInlineParseBytes is
+// parsed there too: parsing costs in proportion to the body (a 4 MiB batch
+// would hold its I/O thread for milliseconds).
 Runs WhereRuns(const ServerContext& ctx, const Request& req) {
   if (req.admin) return AdminRuns(req.raw_path);
   // The preflight reads only the cached rules (Request::cors).
@@ -197,6 +200,7 @@ Runs WhereRuns(const ServerContext& ctx, const Request& req) {
   if (runs != Runs::kPool && ctx.store != nullptr && ctx.store->ReadsWaitOnNetwork()) {
     return Runs::kPool;
   }
+  if (runs == Runs::kCommit && req.http.body().size() > kInlineParseBytes) return Runs::kPool;
   return runs;
 }
 

@@ -36,10 +36,15 @@ HttpResponse Guarded(const Request& req, Step&& step) {
   }
 }
 
+// The longest entity write or batch body parsed on an I/O thread (about a
+// quarter of a millisecond of parsing); a longer one is parsed on the pool.
+inline constexpr size_t kInlineParseBytes = 128 * 1024;
+
 // Where prepared `req` runs: its route's Runs (AdminRuns for a reserved /_
 // endpoint; kInline for a preflight), except that on a store whose reads
 // wait on the network (Store::ReadsWaitOnNetwork) every operation runs on
-// the pool (writes commit through ApplyAsync from there).
+// the pool, and so does a kCommit request whose body is longer than
+// kInlineParseBytes (writes commit through ApplyAsync from there).
 Runs WhereRuns(const ServerContext& ctx, const Request& req);
 
 // True iff prepared `req` is answered on the calling thread (AnswerNow):

@@ -412,6 +412,17 @@ TEST_CASE("where a prepared request runs: the route's Runs, the store's hint, th
     CHECK_FALSE(AnswersNow(with_pool, req, false));
     req.missing_documents = 0;
   }
+  // A long entity write or batch body is parsed on the pool.
+  for (const Route& r : AllRoutes()) {
+    if (r.runs != Runs::kCommit) continue;
+    CAPTURE(r.name);
+    req.op = r.op;
+    http.body() = std::string(kInlineParseBytes, 'x');
+    CHECK(WhereRuns(with_pool, req) == Runs::kCommit);
+    http.body() += 'x';
+    CHECK(WhereRuns(with_pool, req) == Runs::kPool);
+    http.body().clear();
+  }
   req.admin = true;
   req.raw_path = "/_health";
   CHECK(AnswersNow(with_pool, req, false));
