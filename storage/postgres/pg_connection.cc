@@ -639,6 +639,7 @@ void PgConnection::SetMemo(std::string_view key, int64_t value) {
   if (it != memo_.end()) {
     it->second = value;
   } else {
+    if (memo_.size() >= kMaxMemos) memo_.clear();
     memo_.emplace(std::string(key), value);
   }
 }

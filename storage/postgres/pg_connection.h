@@ -177,9 +177,12 @@ class PgConnection {
   Status Pipeline(const std::vector<PgStatement>& stmts, std::vector<PgResult>* results,
                   size_t* failed = nullptr, std::string* sqlstate = nullptr);
   // A value the caller memoised on this connection (a table's id), to be
-  // re-validated inside the transaction that uses it; null if none.
+  // re-validated inside the transaction that uses it; null if none. At most
+  // kMaxMemos are kept: a new one past that forgets the others first (a
+  // memo is only a hint, as after a reconnect).
   const int64_t* Memo(std::string_view key) const;
   void SetMemo(std::string_view key, int64_t value);
+  static constexpr size_t kMaxMemos = 4096;
   // Runs a parameterless command (BEGIN, COMMIT, DDL) as plain text.
   Status Command(const std::string& sql, std::string* sqlstate = nullptr);
   // Ends the open transaction, if any, discarding its changes (sent
