@@ -10,15 +10,20 @@ namespace cerulean::server {
 
 namespace po = boost::program_options;
 
-std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out) {
-  po::options_description desc(
-      "Usage: cerulean [options]                      run the Table service\n"
-      "       cerulean export [--table T...] [--file F] write tables as JSON Lines\n"
-      "       cerulean import [--file F]               load JSON Lines\n"
-      "       cerulean reset                           delete all tables of the account\n"
-      "       cerulean snapshot save|restore|delete NAME | list\n"
-      "                                                snapshots of the account, offline\n\n"
-      "Options (compatible with azurite-table)");
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: cerulean [options]                      run the Table service\n"
+    "       cerulean export [--table T...] [--file F] write tables as JSON Lines\n"
+    "       cerulean import [--file F]               load JSON Lines\n"
+    "       cerulean reset                           delete all tables of the account\n"
+    "       cerulean snapshot save|restore|delete NAME | list\n"
+    "                                                snapshots of the account, offline\n\n"
+    "Options (compatible with azurite-table)";
+
+// ParseCli, with the options described into `desc`.
+std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptions* out,
+                                     po::options_description& desc) {
   desc.add_options()("tableHost", po::value(&out->host)->default_value(out->host),
                      "address to listen on")("tablePort",
                                              po::value(&out->port)->default_value(out->port),
@@ -70,9 +75,6 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
       "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
       "version,v", po::bool_switch(&out->version), "print the version")(
       "help,h", po::bool_switch(&out->help), "print this help");
-  std::ostringstream help;
-  help << desc;
-  out->help_text = help.str();
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -98,6 +100,20 @@ std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOption
     out->oauth = "basic";
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out) {
+  po::options_description desc(kUsage);
+  std::optional<std::string> err = ParseInto(argc, argv, out, desc);
+  // Formatted only when it is shown: it costs more than the parse.
+  if (err || out->help) {
+    std::ostringstream help;
+    help << desc;
+    out->help_text = help.str();
+  }
+  return err;
 }
 
 }  // namespace cerulean::server

@@ -41,6 +41,7 @@ struct CliOptions {
   unsigned request_timeout_s = 60;
   bool help = false;
   bool version = false;
+  // The usage and options, when --help was given or the parse failed.
   std::string help_text;
 };
 

@@ -22,9 +22,15 @@ TEST_CASE("--maxConnections, --keepAliveTimeout and --requestTimeout") {
   CHECK(defaults.max_connections == 1000);
   CHECK(defaults.request_timeout_s == 60);
   CHECK(defaults.keep_alive_timeout_s == 60);
-  CHECK(defaults.help_text.find("--keepAliveTimeout") != std::string::npos);
-  CHECK(defaults.help_text.find("--maxConnections") != std::string::npos);
-  CHECK(defaults.help_text.find("--requestTimeout") != std::string::npos);
+  CHECK(defaults.help_text.empty());
+  CliOptions help;
+  CHECK_FALSE(Parse({"--help"}, &help));
+  CHECK(help.help_text.find("--keepAliveTimeout") != std::string::npos);
+  CHECK(help.help_text.find("--maxConnections") != std::string::npos);
+  CHECK(help.help_text.find("--requestTimeout") != std::string::npos);
+  CliOptions wrong;
+  CHECK(Parse({"--nonsense"}, &wrong));
+  CHECK(wrong.help_text.find("Usage: cerulean") != std::string::npos);
 
   CliOptions set;
   CHECK_FALSE(
