@@ -6,6 +6,8 @@
 #include <exception>
 #include <utility>
 
+#include "server/http/blocking_pool.h"
+
 namespace cerulean::server {
 
 void PagePrefetcher::Arm(BlockingPool& pool, const storage::Store& store, std::string key,

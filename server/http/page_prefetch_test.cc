@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "server/http/blocking_pool.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {

@@ -10,6 +10,7 @@
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/formats/http_date.h"
+#include "server/http/blocking_pool.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/document_cache.h"

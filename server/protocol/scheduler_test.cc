@@ -22,6 +22,7 @@
 
 #include "server/admin/faults.h"
 #include "server/formats/url.h"
+#include "server/http/blocking_pool.h"
 #include "server/operations/test_server.h"
 #include "server/protocol/routes.h"
 #include "storage/store.h"
