@@ -9,10 +9,10 @@
 #include "server/admin/metrics.h"
 #include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/entity_id.h"
 #include "server/formats/escape.h"
-#include "server/http/page_prefetch.h"
 #include "server/operations/operations.h"
-#include "server/protocol/entity_id.h"
+#include "server/protocol/page_prefetch.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
 

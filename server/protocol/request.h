@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/azure_error.h"
 #include "server/formats/entity_json.h"
 #include "server/protocol/auth.h"
-#include "server/protocol/azure_error.h"
 #include "storage/store.h"
 
 namespace cerulean::server {

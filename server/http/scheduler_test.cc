@@ -7,7 +7,7 @@
 // driven through the production entry path (operations/test_server.h) on
 // both kinds of store, with cold and warm document caches, and each store
 // call is recorded with whether it ran on the I/O thread.
-#include "server/protocol/scheduler.h"
+#include "server/http/scheduler.h"
 
 #include <doctest/doctest.h>
 
@@ -22,8 +22,8 @@
 
 #include "server/admin/faults.h"
 #include "server/formats/url.h"
-#include "server/http/blocking_pool.h"
 #include "server/operations/test_server.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/routes.h"
 #include "storage/store.h"
 

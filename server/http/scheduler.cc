@@ -1,4 +1,4 @@
-#include "server/protocol/scheduler.h"
+#include "server/http/scheduler.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -10,11 +10,11 @@
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/formats/http_date.h"
-#include "server/http/blocking_pool.h"
+#include "server/http/router.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/protocol/router.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {

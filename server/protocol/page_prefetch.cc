@@ -1,4 +1,4 @@
-#include "server/http/page_prefetch.h"
+#include "server/protocol/page_prefetch.h"
 
 #include <sched.h>
 
@@ -6,7 +6,7 @@
 #include <exception>
 #include <utility>
 
-#include "server/http/blocking_pool.h"
+#include "server/protocol/blocking_pool.h"
 
 namespace cerulean::server {
 
