@@ -421,4 +421,11 @@ TEST_CASE("where a prepared request runs: the route's Runs, the store's hint, th
   CHECK(AnswersNow(without_pool, req, false));
 }
 
+TEST_CASE("every routed operation has a handler; the ones answered outside the table have none") {
+  for (const Route& r : AllRoutes()) {
+    CAPTURE(r.name);
+    CHECK((HandlerOf(r.op) == nullptr) == (r.verbs == kNoVerb));
+  }
+}
+
 }  // namespace cerulean::server

@@ -45,20 +45,6 @@ constexpr size_t kInlineQueryRanges = 16;
 constexpr size_t kInlineQueryRows = 100;
 constexpr size_t kInlineQueryBytes = 128 * 1024;
 
-bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
-  bool bad = false;
-  for (size_t i = 0; i < v.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(v[i]);
-    if (c == '/' || c == '\\') *slash = true;
-    if (c == '#' || c == '?' || c < 0x20 || c == 0x7F) bad = true;
-    if (c == 0xC2 && i + 1 < v.size()) {
-      unsigned char n = static_cast<unsigned char>(v[i + 1]);
-      if (n >= 0x80 && n <= 0x9F) bad = true;
-    }
-  }
-  return bad;
-}
-
 // If-Match of an update/merge/delete: nullopt for "*", else the ETag's ticks
 // (-1 for a weak ETag this server never produced: it matches nothing).
 std::optional<ErrorReply> ParseIfMatch(std::string_view value, std::optional<int64_t>* out) {
@@ -233,16 +219,6 @@ HttpResponse BodyError(const ServerContext& ctx, const Request& req, const Error
 }
 
 }  // namespace
-
-std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
-  for (const std::string* key : {&path.partition_key, &path.row_key}) {
-    bool slash = false;
-    bool bad = HasForbiddenUrlKeyChar(*key, &slash);
-    if (slash) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
-    if (bad || storage::Utf16Length(*key) > 1024) return ErrorReply(AzureError::kOutOfRangeInput);
-  }
-  return std::nullopt;
-}
 
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
                                        std::optional<std::string_view> if_match,
