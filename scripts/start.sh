@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Cerulean (installing missing apt packages first) and runs the server
-# in the foreground. Arguments are passed to the server; without arguments it
-# listens on 127.0.0.1:10002 and keeps its SQLite database under ./data, like
+# Builds the server (installing missing apt packages first; only the
+# `cerulean` target, not the unit tests) and runs it in the foreground.
+# Arguments are passed to the server; without arguments it listens on
+# 127.0.0.1:10002 and keeps its SQLite database under ./data, like
 # azurite-table.
 #
 #   bash scripts/start.sh
@@ -12,7 +13,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SKIP_NPM=1 bash scripts/build.sh >&2
+SKIP_NPM=1 bash scripts/build.sh cerulean >&2
 
 binary=${BUILD_DIR:-build}/cerulean
 if (($# == 0)); then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Cerulean (installing missing apt and npm packages first), runs the
-# doctest unit-test binaries, then every end-to-end suite against the real
-# binary. Prints one summary line per suite and ends with exactly
+# doctest unit-test binaries and the layer check (scripts/check-layers.sh),
+# then every end-to-end suite against the real binary. Prints one summary line per suite and ends with exactly
 #
 #   N passed, N failed
 #
@@ -161,6 +161,7 @@ export BUILD_DIR=${BUILD_DIR:-build}
 
 # --- unit tests -----------------------------------------------------------------
 if wants unit; then
+  run_suite layers "$unit_timeout" bash scripts/check-layers.sh
   for t in storage_test odata_test server_test; do
     if [[ -x $build_dir/$t ]]; then
       run_suite "$t" "$unit_timeout" "$build_dir/$t" --no-colors=true

@@ -11,7 +11,7 @@
 namespace cerulean::storage {
 
 // What went wrong, independent of any wire format. The server maps these to
-// Azure error codes (server/protocol/azure_error.cc).
+// Azure error codes (server/formats/azure_error.cc).
 enum class StatusCode {
   kOk = 0,
   kNotFound,            // entity absent

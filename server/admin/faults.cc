@@ -34,10 +34,11 @@ constexpr uint64_t kMaxJsonInteger = (uint64_t{1} << 53) - 1;
 // The access log calls a $batch "Batch"; rules may use either.
 std::string CanonicalOperation(std::string op) { return op == "$batch" ? "Batch" : op; }
 
-// The names a rule may match on: every operation of the Table API.
+// The names a rule may match on: every operation of the Table API (the
+// reserved operations, answered outside the table, have no verb).
 bool KnownOperation(std::string_view op) {
   for (const Route& route : AllRoutes()) {
-    if (route.handler != nullptr && route.name == op) return true;
+    if (route.verbs != kNoVerb && route.name == op) return true;
   }
   return false;
 }

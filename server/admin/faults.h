@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 #include "server/protocol/request.h"
 
 namespace cerulean::server {

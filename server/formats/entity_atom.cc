@@ -11,10 +11,10 @@
 #include <utility>
 
 #include "server/formats/base64.h"
+#include "server/formats/entity_id.h"
+#include "server/formats/entity_rules.h"
 #include "server/formats/escape.h"
 #include "server/formats/xml_tree.h"
-#include "server/protocol/entity_id.h"
-#include "server/protocol/entity_rules.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

@@ -1,6 +1,6 @@
 // AtomPub codec for entities and tables (payload.md §6), the format of
 // x-ms-version before 2015-12-11: Atom request bodies -> storage::Entity,
-// checked by the same rules as JSON bodies (server/protocol/entity_rules.h),
+// checked by the same rules as JSON bodies (server/formats/entity_rules.h),
 // and entities and tables -> Atom entries and feeds.
 // Elements and attributes are matched by namespace URI, never by prefix.
 // Thread-safety: pure functions.
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 #include "storage/value.h"
 
 namespace cerulean::server {

@@ -6,7 +6,7 @@
 
 #include "server/formats/entity_json.h"
 #include "server/formats/escape.h"
-#include "server/protocol/router.h"
+#include "server/http/router.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

@@ -1,6 +1,6 @@
 // JSON codec for entities and tables: request bodies -> storage::Entity
 // (entity_json_reader.cc), checked by Azure's rules
-// (server/protocol/entity_rules.h), and entities -> JSON at each OData
+// (server/formats/entity_rules.h), and entities -> JSON at each OData
 // metadata level (entity_json_writer.cc).
 // Thread-safety: pure functions.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 #include "storage/status.h"
 #include "storage/store.h"
 #include "storage/value.h"

@@ -1,6 +1,6 @@
 // libFuzzer entry for the JSON entity codec: the entity body parser (both
 // the simdjson path and the slow path for numbers beyond 64 bits), the
-// Create Table body and ETag (server/protocol/entity_id.h) parsers. Besides
+// Create Table body and ETag (server/formats/entity_id.h) parsers. Besides
 // "no crash, no hang, no sanitizer report" it checks that an accepted
 // entity, written back at full metadata, fits the bound its buffer is sized
 // by and parses again to the same properties. Seeds:
@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/formats/entity_id.h"
 #include "server/formats/entity_json.h"
-#include "server/protocol/entity_id.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using cerulean::server::JsonContext;

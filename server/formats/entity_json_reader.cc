@@ -1,6 +1,6 @@
 // The reading half of the JSON entity codec (entity_json.h): a request body
 // parsed as one flat JSON object (simdjson), its members typed by their
-// annotations and checked by Azure's rules (server/protocol/entity_rules.h).
+// annotations and checked by Azure's rules (server/formats/entity_rules.h).
 #include <simdjson.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "server/formats/ascii.h"
 #include "server/formats/base64.h"
 #include "server/formats/entity_json.h"
-#include "server/protocol/entity_rules.h"
+#include "server/formats/entity_rules.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {

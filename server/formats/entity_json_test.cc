@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "server/http/router.h"
 #include "server/protocol/query_options.h"
-#include "server/protocol/router.h"
 #include "storage/codec.h"
 #include "storage/edm_text.h"
 

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "server/formats/base64.h"
+#include "server/formats/entity_id.h"
 #include "server/formats/entity_json.h"
+#include "server/formats/entity_rules.h"
 #include "server/formats/escape.h"
-#include "server/protocol/entity_id.h"
-#include "server/protocol/entity_rules.h"
 #include "storage/codec.h"
 #include "storage/edm_text.h"
 

@@ -17,10 +17,10 @@
 #include "server/admin/logger.h"
 #include "server/formats/guid.h"
 #include "server/formats/http_date.h"
-#include "server/http/body_budget.h"
 #include "server/http/listener.h"
-#include "server/http/page_prefetch.h"
-#include "server/protocol/router.h"
+#include "server/http/router.h"
+#include "server/protocol/body_budget.h"
+#include "server/protocol/page_prefetch.h"
 
 namespace cerulean::server {
 

@@ -33,10 +33,10 @@
 #include <string>
 
 #include "server/http/request_parser.h"
+#include "server/http/router.h"
+#include "server/http/scheduler.h"
 #include "server/protocol/request.h"
 #include "server/protocol/response_budget.h"
-#include "server/protocol/router.h"
-#include "server/protocol/scheduler.h"
 
 namespace cerulean::server {
 

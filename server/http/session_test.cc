@@ -18,10 +18,10 @@
 
 #include "server/admin/faults.h"
 #include "server/formats/http_date.h"
-#include "server/http/blocking_pool.h"
-#include "server/http/body_budget.h"
 #include "server/http/listener.h"
 #include "server/operations/test_server.h"
+#include "server/protocol/blocking_pool.h"
+#include "server/protocol/body_budget.h"
 #include "server/protocol/document_cache.h"
 
 namespace cerulean::server {

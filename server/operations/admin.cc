@@ -6,10 +6,10 @@
 #include "server/admin/faults.h"
 #include "server/admin/metrics.h"
 #include "server/formats/url.h"
-#include "server/http/body_budget.h"
-#include "server/http/page_prefetch.h"
 #include "server/operations/test_double.h"
+#include "server/protocol/body_budget.h"
 #include "server/protocol/document_cache.h"
+#include "server/protocol/page_prefetch.h"
 #include "server/protocol/response_budget.h"
 
 namespace cerulean::server {

@@ -9,10 +9,10 @@
 #include "server/admin/metrics.h"
 #include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/entity_id.h"
 #include "server/formats/escape.h"
-#include "server/http/page_prefetch.h"
 #include "server/operations/operations.h"
-#include "server/protocol/entity_id.h"
+#include "server/protocol/page_prefetch.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
 #include "server/protocol/response_budget.h"
@@ -54,20 +54,6 @@ constexpr size_t kPageBudgetStep = 1024 * 1024;
 // The most a page reserves ahead of its length (grown further as needed):
 // a page's length is guessed from its first entity and $top.
 constexpr size_t kPageReserveBytes = 4 * 1024 * 1024;
-
-bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
-  bool bad = false;
-  for (size_t i = 0; i < v.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(v[i]);
-    if (c == '/' || c == '\\') *slash = true;
-    if (c == '#' || c == '?' || c < 0x20 || c == 0x7F) bad = true;
-    if (c == 0xC2 && i + 1 < v.size()) {
-      unsigned char n = static_cast<unsigned char>(v[i + 1]);
-      if (n >= 0x80 && n <= 0x9F) bad = true;
-    }
-  }
-  return bad;
-}
 
 // If-Match of an update/merge/delete: nullopt for "*", else the ETag's ticks
 // (-1 for a weak ETag this server never produced: it matches nothing).
@@ -275,16 +261,6 @@ HttpResponse BodyError(const ServerContext& ctx, const Request& req, const Error
 }
 
 }  // namespace
-
-std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
-  for (const std::string* key : {&path.partition_key, &path.row_key}) {
-    bool slash = false;
-    bool bad = HasForbiddenUrlKeyChar(*key, &slash);
-    if (slash) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
-    if (bad || storage::Utf16Length(*key) > 1024) return ErrorReply(AzureError::kOutOfRangeInput);
-  }
-  return std::nullopt;
-}
 
 std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
                                        std::optional<std::string_view> if_match,

@@ -71,7 +71,4 @@ std::optional<ErrorReply> BuildWriteOp(Operation op, const ResourcePath& path,
                                        std::string_view body, bool atom_body,
                                        storage::WriteOp* out);
 
-// Validates URL keys (operations.md §4.1).
-std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path);
-
 }  // namespace cerulean::server

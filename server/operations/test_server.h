@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "server/formats/http_date.h"
-#include "server/http/blocking_pool.h"
+#include "server/http/router.h"
 #include "server/protocol/auth.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/protocol/router.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server::testing {

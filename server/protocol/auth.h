@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 #include "storage/key_range.h"
 
 namespace cerulean::server {

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/protocol/router.h"
-#include "server/protocol/scheduler.h"
+#include "server/http/router.h"
+#include "server/http/scheduler.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace {

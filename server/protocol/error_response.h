@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/azure_error.h"
 #include "server/formats/entity_json.h"
-#include "server/protocol/azure_error.h"
 
 namespace cerulean::server {
 

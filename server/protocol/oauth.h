@@ -11,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 
 namespace cerulean::server {
 

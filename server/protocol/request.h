@@ -4,7 +4,11 @@
 // is itself thread-safe); a Request belongs to one thread.
 #pragma once
 
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/optional/optional.hpp>
+#include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,10 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "server/formats/azure_error.h"
 #include "server/formats/entity_json.h"
-#include "server/http/blocking_pool.h"
 #include "server/protocol/auth.h"
-#include "server/protocol/azure_error.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
@@ -79,6 +82,7 @@ inline constexpr std::string_view kNewestVersion = "2025-11-05";
 inline constexpr std::string_view kFirstJsonVersion = "2013-08-15";
 inline constexpr std::string_view kFirstAtomlessVersion = "2015-12-11";
 
+class BlockingPool;
 class Metrics;
 class Logger;
 class PagePrefetcher;

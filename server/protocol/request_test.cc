@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <boost/beast/http/parser.hpp>
 #include <cstdio>
 #include <random>
 #include <string>

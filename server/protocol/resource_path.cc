@@ -1,9 +1,40 @@
 #include "server/protocol/resource_path.h"
 
 #include "odata/query.h"
-#include "server/operations/operations.h"
+#include "storage/value.h"
 
 namespace cerulean::server {
+
+namespace {
+
+// Whether URL key `v` holds a character Azure refuses in a key of the URL
+// ('#', '?', control characters); sets *slash when it holds '/' or '\\'.
+bool HasForbiddenUrlKeyChar(std::string_view v, bool* slash) {
+  bool bad = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c == '/' || c == '\\') *slash = true;
+    if (c == '#' || c == '?' || c < 0x20 || c == 0x7F) bad = true;
+    if (c == 0xC2 && i + 1 < v.size()) {
+      unsigned char n = static_cast<unsigned char>(v[i + 1]);
+      if (n >= 0x80 && n <= 0x9F) bad = true;
+    }
+  }
+  return bad;
+}
+
+// Validates the keys of an entity's URL (operations.md §4.1).
+std::optional<ErrorReply> ValidateUrlKeys(const ResourcePath& path) {
+  for (const std::string* key : {&path.partition_key, &path.row_key}) {
+    bool slash = false;
+    bool bad = HasForbiddenUrlKeyChar(*key, &slash);
+    if (slash) return ErrorReply(AzureError::kInvalidInput, "Bad Request - Error in query syntax.");
+    if (bad || storage::Utf16Length(*key) > 1024) return ErrorReply(AzureError::kOutOfRangeInput);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<ErrorReply> ParseResourcePath(std::string_view s, ResourcePath* out) {
   const ErrorReply invalid_uri(AzureError::kInvalidUri);

@@ -6,12 +6,6 @@ namespace cerulean::server {
 
 namespace {
 
-// A handler that always answers at once, as a Handler.
-template <HttpResponse (*F)(const ServerContext&, Request&)>
-OperationResult Answer(const ServerContext& ctx, Request& req) {
-  return F(ctx, req);
-}
-
 using enum ResourceKind;
 using enum BodyFormat;
 using enum Runs;
@@ -37,30 +31,30 @@ constexpr bool kAlone = false;
 // One entry per Operation, in its order.
 // clang-format off
 constexpr std::array<Route, 22> kRoutes = {{
-  // op                      name                     resource   verbs            selector               If-Match     handler                        body        response      write    change set    runs           SAS
-  {O::kQueryTables,          "QueryTables",           kTables,   kGet,            S::kNone,              M::kAny,     &Answer<QueryTables>,          kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
-  {O::kGetTable,             "GetTable",              kTable,    kGet,            S::kNone,              M::kAny,     &Answer<GetTable>,             kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
-  {O::kCreateTable,          "CreateTable",           kTables,   kPost,           S::kNone,              M::kAny,     &Answer<CreateTable>,          kOData,     R::kOData,    kWrites, kAlone,       kPool,         AccountSas("c", "cw")},
-  {O::kDeleteTable,          "DeleteTable",           kTable,    kDelete,         S::kNone,              M::kAny,     &Answer<DeleteTable>,          kNone,      R::kNone,     kWrites, kAlone,       kPool,         AccountSas("c", "d")},
-  {O::kQueryEntities,        "QueryEntities",         kEntities, kGet,            S::kNone,              M::kAny,     &QueryEntities,                kNone,      R::kOData,    kReads,  kAlone,       kInlineOrPool, EntitySas("r")},
-  {O::kGetEntity,            "GetEntity",             kEntity,   kGet,            S::kNone,              M::kAny,     &Answer<GetEntity>,            kNone,      R::kOData,    kReads,  kAlone,       kInline,       EntitySas("r")},
-  {O::kInsertEntity,         "InsertEntity",          kEntities, kPost,           S::kNone,              M::kAny,     &WriteEntity,                  kOData,     R::kOData,    kWrites, kInChangeset, kCommit,       EntitySas("a")},
-  {O::kUpdateEntity,         "UpdateEntity",          kEntity,   kPut,            S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
-  {O::kMergeEntity,          "MergeEntity",           kEntity,   kMerge | kPatch, S::kNone,              M::kPresent, &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
-  {O::kDeleteEntity,         "DeleteEntity",          kEntity,   kDelete,         S::kNone,              M::kAny,     &WriteEntity,                  kNone,      R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("d")},
-  {O::kInsertOrReplace,      "InsertOrReplaceEntity", kEntity,   kPut,            S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
-  {O::kInsertOrMerge,        "InsertOrMergeEntity",   kEntity,   kMerge | kPatch, S::kNone,              M::kAbsent,  &WriteEntity,                  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
-  {O::kBatch,                "Batch",                 kBatch,    kPost,           S::kNone,              M::kAny,     &Batch,                        kMultipart, R::kMultipart, kWrites, kAlone,      kCommit,       EntitySas("")},
-  {O::kGetTableAcl,          "GetTableAcl",           kEntities, kGet,            S::kAcl,               M::kAny,     &Answer<GetTableAcl>,          kNone,      R::kXml,      kReads,  kAlone,       kPool,         kNoSas},
-  {O::kSetTableAcl,          "SetTableAcl",           kEntities, kPut,            S::kAcl,               M::kAny,     &Answer<SetTableAcl>,          kXml,       R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kGetServiceProperties, "GetServiceProperties",  kService,  kGet,            S::kServiceProperties, M::kAny,     &Answer<GetServiceProperties>, kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
-  {O::kSetServiceProperties, "SetServiceProperties",  kService,  kPut,            S::kServiceProperties, M::kAny,     &Answer<SetServiceProperties>, kXml,       R::kNone,     kWrites, kAlone,       kPool,         AccountSas("s", "w")},
-  {O::kGetServiceStats,      "GetServiceStats",       kService,  kGet,            S::kServiceStats,      M::kAny,     &Answer<GetServiceStats>,      kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
-  // Answered before routing (OPTIONS) or by path (/_...): no verb, no handler.
-  {O::kPreflight,            "Preflight",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kReads,  kAlone,       kInline,       AccountSas("", "")},
-  {O::kResetAccount,         "ResetAccount",          kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kFaults,               "Faults",                kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kSnapshots,            "Snapshots",             kService,  kNoVerb,         S::kNone,              M::kAny,     nullptr,                       kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  // op                      name                     resource   verbs            selector               If-Match     body        response      write    change set    runs           SAS
+  {O::kQueryTables,          "QueryTables",           kTables,   kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
+  {O::kGetTable,             "GetTable",              kTable,    kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
+  {O::kCreateTable,          "CreateTable",           kTables,   kPost,           S::kNone,              M::kAny,     kOData,     R::kOData,    kWrites, kAlone,       kPool,         AccountSas("c", "cw")},
+  {O::kDeleteTable,          "DeleteTable",           kTable,    kDelete,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         AccountSas("c", "d")},
+  {O::kQueryEntities,        "QueryEntities",         kEntities, kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kInlineOrPool, EntitySas("r")},
+  {O::kGetEntity,            "GetEntity",             kEntity,   kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kInline,       EntitySas("r")},
+  {O::kInsertEntity,         "InsertEntity",          kEntities, kPost,           S::kNone,              M::kAny,     kOData,     R::kOData,    kWrites, kInChangeset, kCommit,       EntitySas("a")},
+  {O::kUpdateEntity,         "UpdateEntity",          kEntity,   kPut,            S::kNone,              M::kPresent, kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
+  {O::kMergeEntity,          "MergeEntity",           kEntity,   kMerge | kPatch, S::kNone,              M::kPresent, kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
+  {O::kDeleteEntity,         "DeleteEntity",          kEntity,   kDelete,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("d")},
+  {O::kInsertOrReplace,      "InsertOrReplaceEntity", kEntity,   kPut,            S::kNone,              M::kAbsent,  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
+  {O::kInsertOrMerge,        "InsertOrMergeEntity",   kEntity,   kMerge | kPatch, S::kNone,              M::kAbsent,  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
+  {O::kBatch,                "Batch",                 kBatch,    kPost,           S::kNone,              M::kAny,     kMultipart, R::kMultipart, kWrites, kAlone,      kCommit,       EntitySas("")},
+  {O::kGetTableAcl,          "GetTableAcl",           kEntities, kGet,            S::kAcl,               M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         kNoSas},
+  {O::kSetTableAcl,          "SetTableAcl",           kEntities, kPut,            S::kAcl,               M::kAny,     kXml,       R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kGetServiceProperties, "GetServiceProperties",  kService,  kGet,            S::kServiceProperties, M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
+  {O::kSetServiceProperties, "SetServiceProperties",  kService,  kPut,            S::kServiceProperties, M::kAny,     kXml,       R::kNone,     kWrites, kAlone,       kPool,         AccountSas("s", "w")},
+  {O::kGetServiceStats,      "GetServiceStats",       kService,  kGet,            S::kServiceStats,      M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
+  // Answered before routing (OPTIONS) or by path (/_...): no verb.
+  {O::kPreflight,            "Preflight",             kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kReads,  kAlone,       kInline,       AccountSas("", "")},
+  {O::kResetAccount,         "ResetAccount",          kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kFaults,               "Faults",                kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
+  {O::kSnapshots,            "Snapshots",             kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
 }};
 // clang-format on
 

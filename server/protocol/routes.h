@@ -1,12 +1,15 @@
 // The route table: every operation of the Table API declared once, with all
 // the server needs to know about it — the resource kind and verb that reach
-// it, its name (access log, metrics, fault rules), its handler, the format of
-// its request and response bodies, whether it writes, whether it may appear
-// in a $batch change set, and where it runs. The router, $batch, the access
-// log, metrics and fault injection all read it; nothing else routes.
+// it, its name (access log, metrics, fault rules), the format of its request
+// and response bodies, whether it writes, whether it may appear in a $batch
+// change set, and where it runs. The router, $batch, authorization, the
+// access log, metrics and fault injection all read it; nothing else routes.
+// The handlers (operations/) sit in a layer above this one; the scheduler
+// binds each operation to its handler (http/scheduler.h, HandlerOf).
 //
 // Adding an operation: add its Operation (request.h), one entry to kRoutes
-// (routes.cc) and its handler (operations/).
+// (routes.cc), its handler (operations/) and its entry in kHandlers
+// (http/scheduler.cc).
 // Thread-safety: the table is immutable; every function may run on any thread.
 #pragma once
 
@@ -14,7 +17,6 @@
 #include <span>
 #include <string_view>
 
-#include "server/operations/operations.h"
 #include "server/protocol/request.h"
 
 namespace cerulean::server {
@@ -76,8 +78,6 @@ enum class Runs {
   kPool,
 };
 
-using Handler = OperationResult (*)(const ServerContext& ctx, Request& req);
-
 // What a shared access signature must grant to reach an operation
 // (auth.cc, Authorize). Permissions are written as groups separated by
 // spaces, each satisfied by any one of its letters: "lr" needs l or r,
@@ -97,7 +97,6 @@ struct Route {
   unsigned verbs;  // Verb bits
   Selector selector;
   IfMatch if_match;
-  Handler handler;
   BodyFormat body;
   ResponseFormat response;
   bool write;         // changes state (refused on the secondary endpoint)
@@ -107,7 +106,7 @@ struct Route {
 };
 
 // Every route, in the order of Operation (RouteOf indexes it). The reserved
-// operations (Preflight and the /_ endpoints) have no verb or handler: the
+// operations (Preflight and the /_ endpoints) have no verb and no handler: the
 // router answers them before routing (Preflight) or by path (AdminRuns).
 std::span<const Route> AllRoutes();
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 
 namespace cerulean::server {
 

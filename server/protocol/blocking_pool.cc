@@ -1,4 +1,4 @@
-#include "server/http/blocking_pool.h"
+#include "server/protocol/blocking_pool.h"
 
 #include <algorithm>
 

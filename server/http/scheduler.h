@@ -11,10 +11,18 @@
 #include <exception>
 #include <functional>
 
+#include "server/operations/operations.h"
 #include "server/protocol/request.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {
+
+// An operation's handler (operations/operations.h).
+using Handler = OperationResult (*)(const ServerContext& ctx, Request& req);
+
+// The handler of `op`, or nullptr for the operations answered outside the
+// route table (Preflight and the reserved /_ endpoints: no verb reaches them).
+Handler HandlerOf(Operation op);
 
 // Receives the response of a request answered later (AnswerLater).
 using Completion = std::function<void(HttpResponse)>;

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 #include "storage/value.h"
 
 namespace cerulean::server {

@@ -11,10 +11,10 @@
 #include <optional>
 #include <string>
 
+#include "server/http/scheduler.h"
 #include "server/protocol/content_negotiation.h"
 #include "server/protocol/request.h"
 #include "server/protocol/resource_path.h"
-#include "server/protocol/scheduler.h"
 
 namespace cerulean::server {
 

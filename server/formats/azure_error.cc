@@ -1,4 +1,4 @@
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 
 #include "server/formats/escape.h"
 #include "storage/edm_text.h"

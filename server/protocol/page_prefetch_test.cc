@@ -1,4 +1,4 @@
-#include "server/http/page_prefetch.h"
+#include "server/protocol/page_prefetch.h"
 
 #include <doctest/doctest.h>
 
@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "server/protocol/blocking_pool.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {

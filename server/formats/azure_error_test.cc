@@ -1,7 +1,7 @@
 // The error path: every storage StatusCode to its Azure status and code
 // (FromStatus), and the wire form RenderError gives an error in each scope
 // and format.
-#include "server/protocol/azure_error.h"
+#include "server/formats/azure_error.h"
 
 #include <doctest/doctest.h>
 

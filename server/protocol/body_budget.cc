@@ -1,4 +1,4 @@
-#include "server/http/body_budget.h"
+#include "server/protocol/body_budget.h"
 
 #include <boost/asio/post.hpp>
 #include <utility>

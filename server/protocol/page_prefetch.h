@@ -28,10 +28,11 @@
 #include <string_view>
 #include <utility>
 
-#include "server/http/blocking_pool.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
+
+class BlockingPool;
 
 class PagePrefetcher {
  public:

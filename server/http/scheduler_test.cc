@@ -7,7 +7,7 @@
 // driven through the production entry path (operations/test_server.h) on
 // both kinds of store, with cold and warm document caches, and each store
 // call is recorded with whether it ran on the I/O thread.
-#include "server/protocol/scheduler.h"
+#include "server/http/scheduler.h"
 
 #include <doctest/doctest.h>
 
@@ -23,6 +23,7 @@
 #include "server/admin/faults.h"
 #include "server/formats/url.h"
 #include "server/operations/test_server.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/routes.h"
 #include "storage/store.h"
 
@@ -429,6 +430,13 @@ TEST_CASE("where a prepared request runs: the route's Runs, the store's hint, th
   req.raw_path = "/_metrics";
   CHECK_FALSE(AnswersNow(with_pool, req, false));
   CHECK(AnswersNow(without_pool, req, false));
+}
+
+TEST_CASE("every routed operation has a handler; the ones answered outside the table have none") {
+  for (const Route& r : AllRoutes()) {
+    CAPTURE(r.name);
+    CHECK((HandlerOf(r.op) == nullptr) == (r.verbs == kNoVerb));
+  }
 }
 
 }  // namespace cerulean::server

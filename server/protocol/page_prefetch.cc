@@ -1,10 +1,12 @@
-#include "server/http/page_prefetch.h"
+#include "server/protocol/page_prefetch.h"
 
 #include <sched.h>
 
 #include <boost/asio/post.hpp>
 #include <exception>
 #include <utility>
+
+#include "server/protocol/blocking_pool.h"
 
 namespace cerulean::server {
 

@@ -1,4 +1,4 @@
-#include "server/protocol/entity_id.h"
+#include "server/formats/entity_id.h"
 
 #include <doctest/doctest.h>
 

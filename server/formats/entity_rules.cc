@@ -1,4 +1,4 @@
-#include "server/protocol/entity_rules.h"
+#include "server/formats/entity_rules.h"
 
 #include <array>
 #include <string>

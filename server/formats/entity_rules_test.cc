@@ -1,7 +1,7 @@
 // Azure's entity rules, checked directly; the codecs' tests
 // (server/formats/entity_json_test.cc, entity_atom_test.cc) check that each
 // body format applies them.
-#include "server/protocol/entity_rules.h"
+#include "server/formats/entity_rules.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "server/protocol/router.h"
+#include "server/http/router.h"
 
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
@@ -12,11 +12,11 @@
 #include "server/formats/guid.h"
 #include "server/formats/http_date.h"
 #include "server/formats/url.h"
+#include "server/http/scheduler.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/document_cache.h"
 #include "server/protocol/routes.h"
-#include "server/protocol/scheduler.h"
 
 namespace cerulean::server {
 

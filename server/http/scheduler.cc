@@ -1,5 +1,6 @@
-#include "server/protocol/scheduler.h"
+#include "server/http/scheduler.h"
 
+#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
@@ -10,22 +11,70 @@
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/formats/http_date.h"
+#include "server/http/router.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/protocol/router.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {
 
 namespace {
 
+// A handler that always answers at once, as a Handler.
+template <HttpResponse (*F)(const ServerContext&, Request&)>
+OperationResult Answer(const ServerContext& ctx, Request& req) {
+  return F(ctx, req);
+}
+
+struct HandlerEntry {
+  Operation op;
+  Handler handler;
+};
+
+// The handler of every Operation, in its order (as kRoutes in routes.cc).
+using O = Operation;
+constexpr std::array<HandlerEntry, 22> kHandlers = {{
+    {O::kQueryTables, &Answer<QueryTables>},
+    {O::kGetTable, &Answer<GetTable>},
+    {O::kCreateTable, &Answer<CreateTable>},
+    {O::kDeleteTable, &Answer<DeleteTable>},
+    {O::kQueryEntities, &QueryEntities},
+    {O::kGetEntity, &Answer<GetEntity>},
+    {O::kInsertEntity, &WriteEntity},
+    {O::kUpdateEntity, &WriteEntity},
+    {O::kMergeEntity, &WriteEntity},
+    {O::kDeleteEntity, &WriteEntity},
+    {O::kInsertOrReplace, &WriteEntity},
+    {O::kInsertOrMerge, &WriteEntity},
+    {O::kBatch, &Batch},
+    {O::kGetTableAcl, &Answer<GetTableAcl>},
+    {O::kSetTableAcl, &Answer<SetTableAcl>},
+    {O::kGetServiceProperties, &Answer<GetServiceProperties>},
+    {O::kSetServiceProperties, &Answer<SetServiceProperties>},
+    {O::kGetServiceStats, &Answer<GetServiceStats>},
+    // Answered before routing (OPTIONS) or by path (/_...).
+    {O::kPreflight, nullptr},
+    {O::kResetAccount, nullptr},
+    {O::kFaults, nullptr},
+    {O::kSnapshots, nullptr},
+}};
+
+constexpr bool InOperationOrder() {
+  for (size_t i = 0; i < kHandlers.size(); ++i) {
+    if (static_cast<size_t>(kHandlers[i].op) != i) return false;
+  }
+  return static_cast<size_t>(Operation::kSnapshots) + 1 == kHandlers.size();
+}
+static_assert(InOperationOrder(), "kHandlers lists every Operation once, in order");
+
 // The operation's result of prepared `req`, from its handler (the route
 // table) or, for a reserved /_ endpoint, from HandleAdmin.
 OperationResult Dispatch(const ServerContext& ctx, Request& req) {
   if (req.admin) return HandleAdmin(ctx, req, req.raw_path);
   if (req.op == Operation::kPreflight) return Preflight(ctx, req);
-  Handler handler = RouteOf(req.op).handler;
+  Handler handler = HandlerOf(req.op);
   if (handler == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kNotImplemented));
   return handler(ctx, req);
 }
@@ -63,6 +112,8 @@ void FinishResponse(const Request& req, HttpResponse& res, bool keep_alive) {
 }
 
 }  // namespace
+
+Handler HandlerOf(Operation op) { return kHandlers[static_cast<size_t>(op)].handler; }
 
 void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,
             std::chrono::steady_clock::time_point started) {
