@@ -22,24 +22,8 @@ namespace {
 using testing::CheckJsonError;
 using testing::HeaderOf;
 using testing::Normalized;
+using testing::QueryEncoded;
 using testing::TestServer;
-
-// Percent-encodes the characters of base64 that a query value cannot hold.
-std::string QueryEncode(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '+') {
-      out += "%2B";
-    } else if (c == '/') {
-      out += "%2F";
-    } else if (c == '=') {
-      out += "%3D";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // The fields of a service SAS for table `tn` of the development account.
 struct SasFields {
@@ -60,7 +44,7 @@ std::string ServiceSas(const ServerContext& ctx, const SasFields& f) {
   if (f.srk) q += "&srk=" + *f.srk;
   if (f.epk) q += "&epk=" + *f.epk;
   if (f.erk) q += "&erk=" + *f.erk;
-  return q + "&sig=" + QueryEncode(Sign(ctx.accounts.Find("devstoreaccount1")->keys[0], sts));
+  return q + "&sig=" + QueryEncoded(Sign(ctx.accounts.Find("devstoreaccount1")->keys[0], sts));
 }
 
 // A server with table "items" holding p/existing.
@@ -214,8 +198,8 @@ TEST_CASE("a query under a SAS key range reads inside it only: plan counts, cont
   const std::string nrk = HeaderOf(res, "x-ms-continuation-NextRowKey");
   REQUIRE_FALSE(npk.empty());
   res = s.WithSas(http::verb::get,
-                  "/devstoreaccount1/items()?$top=2&NextPartitionKey=" + QueryEncode(npk) +
-                      "&NextRowKey=" + QueryEncode(nrk),
+                  "/devstoreaccount1/items()?$top=2&NextPartitionKey=" + QueryEncoded(npk) +
+                      "&NextRowKey=" + QueryEncoded(nrk),
                   b_only, "", plan);
   INFO(res.body());
   REQUIRE(res.result_int() == 200);

@@ -16,6 +16,7 @@ namespace {
 using testing::CheckJsonError;
 using testing::HeaderOf;
 using testing::kMinimalJson;
+using testing::QueryEncoded;
 using testing::TestServer;
 
 // A server with table "items".
@@ -34,21 +35,6 @@ struct ItemsServer : TestServer {
     return "/devstoreaccount1/items(PartitionKey='" + pk + "',RowKey='" + rk + "')";
   }
 };
-
-// A continuation token as a query parameter value.
-std::string QueryValue(std::string token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '+') {
-      out += "%2B";
-    } else if (c == '/') {
-      out += "%2F";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 TEST_CASE("Insert Entity: 201 with the entity, then 409 EntityAlreadyExists") {
   ItemsServer s;
@@ -172,8 +158,8 @@ TEST_CASE("Query Entities: pages joined by continuation headers") {
     CHECK(npk.empty() == nrk.empty());
     if (npk.empty()) break;
     REQUIRE(pages < 5);
-    target = "/devstoreaccount1/items()?$top=2&NextPartitionKey=" + QueryValue(npk) +
-             "&NextRowKey=" + QueryValue(nrk);
+    target = "/devstoreaccount1/items()?$top=2&NextPartitionKey=" + QueryEncoded(npk) +
+             "&NextRowKey=" + QueryEncoded(nrk);
   }
   CHECK(pages == 3);
   CHECK(seen == std::vector<std::string>{"r1", "r2", "r3", "r4", "r5"});
@@ -213,8 +199,8 @@ TEST_CASE("Query Entities: a page ends early when the response budget has no mor
     const std::string npk = HeaderOf(res, "x-ms-continuation-NextPartitionKey");
     if (npk.empty()) break;
     REQUIRE(pages < 10);
-    target = "/devstoreaccount1/items()?$top=1000&NextPartitionKey=" + QueryValue(npk) +
-             "&NextRowKey=" + QueryValue(HeaderOf(res, "x-ms-continuation-NextRowKey"));
+    target = "/devstoreaccount1/items()?$top=1000&NextPartitionKey=" + QueryEncoded(npk) +
+             "&NextRowKey=" + QueryEncoded(HeaderOf(res, "x-ms-continuation-NextRowKey"));
   }
   CHECK(pages > 1);
   CHECK(seen ==
@@ -228,22 +214,6 @@ TEST_CASE("Query Entities: a page ends early when the response budget has no mor
   hold.Clear();
   budget.Release(budget.capacity() - 10 * 1024);
   CHECK(budget.in_use() == 0);
-}
-
-// `text` percent-encoded for a query string.
-std::string Encoded(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 TEST_CASE("Query Entities: continuations through many key ranges, short and long filters") {
@@ -274,7 +244,7 @@ TEST_CASE("Query Entities: continuations through many key ranges, short and long
       for (int pages = 0;; ++pages) {
         REQUIRE(pages < 10);
         HttpResponse res =
-            s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + Encoded(f) +
+            s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + QueryEncoded(f) +
                                         "&$top=" + std::to_string(top) + next);
         REQUIRE(res.result_int() == 200);
         const auto body = nlohmann::json::parse(res.body());
@@ -284,21 +254,21 @@ TEST_CASE("Query Entities: continuations through many key ranges, short and long
         }
         const std::string npk = HeaderOf(res, "x-ms-continuation-NextPartitionKey");
         if (npk.empty()) break;
-        next = "&NextPartitionKey=" + QueryValue(npk) +
-               "&NextRowKey=" + QueryValue(HeaderOf(res, "x-ms-continuation-NextRowKey"));
+        next = "&NextPartitionKey=" + QueryEncoded(npk) +
+               "&NextRowKey=" + QueryEncoded(HeaderOf(res, "x-ms-continuation-NextRowKey"));
       }
       CHECK(seen == expected);
     }
   }
   // A continuation from between two ranges, and one without NextRowKey.
   HttpResponse res =
-      s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + Encoded(filter) +
-                                  "&NextPartitionKey=" + QueryValue("1!4!cDI-") +
-                                  "&NextRowKey=" + QueryValue("1!4!cjA-"));
+      s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + QueryEncoded(filter) +
+                                  "&NextPartitionKey=" + QueryEncoded("1!4!cDI-") +
+                                  "&NextRowKey=" + QueryEncoded("1!4!cjA-"));
   REQUIRE(res.result_int() == 200);
   CHECK(nlohmann::json::parse(res.body())["value"].size() == 4);  // p3 and p7
-  res = s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + Encoded(filter) +
-                                    "&NextPartitionKey=" + QueryValue("1!4!cDc-"));
+  res = s.Send(http::verb::get, "/devstoreaccount1/items()?$filter=" + QueryEncoded(filter) +
+                                    "&NextPartitionKey=" + QueryEncoded("1!4!cDc-"));
   REQUIRE(res.result_int() == 200);
   CHECK(nlohmann::json::parse(res.body())["value"].size() == 2);  // p7
 }

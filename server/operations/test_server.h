@@ -16,6 +16,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <cctype>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -214,6 +215,23 @@ class TestServer {
   ResponseHold* response_hold_ = nullptr;
   std::atomic<bool> misused_{false};  // answered twice, or a body asked for twice
 };
+
+// `text` percent-encoded for a query string value: everything but RFC
+// 3986's unreserved characters (continuation tokens, signatures, filters).
+inline std::string QueryEncoded(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
 
 // Value of header `name` in `res`, or "" when absent.
 inline std::string HeaderOf(const HttpResponse& res, std::string_view name) {
