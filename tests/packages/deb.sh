@@ -14,21 +14,8 @@ repo="$(cd "$here/../.." && pwd)"
 dist=${DIST_DIR:-$repo/dist}
 python=${PYTHON:-/usr/bin/python3}
 deb=${1:-$(ls "$dist"/cerulean_*_amd64.deb 2>/dev/null | head -n1)}
-passed=0
-failed=0
-
-# check NAME CMD...: runs CMD; counts and prints the result.
-check() {
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "ok - $name"
-  else
-    failed=$((failed + 1))
-    echo "not ok - $name"
-  fi
-}
+# shellcheck source=check.sh
+source "$here/check.sh"
 
 finish() {
   echo "$passed passed, $failed failed"

@@ -11,20 +11,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 dist=${DIST_DIR:-$repo/dist}
-passed=0
-failed=0
-
-check() {
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "ok - $name"
-  else
-    failed=$((failed + 1))
-    echo "not ok - $name"
-  fi
-}
+# shellcheck source=check.sh
+source "$here/check.sh"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-portable.XXXXXX")
 server_pid=""
