@@ -16,6 +16,7 @@
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/document_cache.h"
+#include "server/protocol/response_budget.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {
@@ -316,6 +317,30 @@ Served Proceed(const ServerContext& ctx, HeldRequest& held, Continuation (*defer
   return served;
 }
 
+// Served::body_limit of admitted `req`: a `$batch` whose SAS grants no write
+// holds one retrieve at most (kReadOnlyBatchBodyBytes).
+size_t BodyLimit(const Request& req) {
+  if (req.op != Operation::kBatch) return 0;
+  const AuthGrant::Kind kind = req.grant.kind;
+  if (kind != AuthGrant::Kind::kAccountSas && kind != AuthGrant::Kind::kServiceSas) return 0;
+  const std::string& sp = req.grant.permissions;
+  const bool writes = sp.find_first_of("aud") != std::string::npos;
+  return writes ? 0 : kReadOnlyBatchBodyBytes;
+}
+
+// Whose share of the response budget an admitted request counts against
+// (response_budget.h): its SAS (a client that holds one can make no
+// other); the account's keys from one address (every application of an
+// account signs with them); for the reserved endpoints, its address.
+std::string ClientOf(const Request& req) {
+  if (req.admin) return "peer:" + req.peer_address;
+  const AuthGrant::Kind kind = req.grant.kind;
+  if (kind == AuthGrant::Kind::kAccountSas || kind == AuthGrant::Kind::kServiceSas) {
+    return "sas:" + req.account + ":" + std::string(req.query.Get("sig").value_or(""));
+  }
+  return "key:" + req.account + "@" + req.peer_address;
+}
+
 }  // namespace
 
 Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& arrival,
@@ -339,7 +364,10 @@ Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& 
     Answered(ctx, *held, defer, session, refused);
     return refused;
   }
-  if (arrival.body_pending && NeedsBody(req)) return Served{Served::Next::kReadBody, std::nullopt};
+  if (req.response_hold != nullptr) req.response_hold->SetClient(ClientOf(req));
+  if (arrival.body_pending && NeedsBody(req)) {
+    return Served{Served::Next::kReadBody, std::nullopt, BodyLimit(req)};
+  }
   return Proceed(ctx, *held, defer, session);
 }
 

@@ -55,7 +55,15 @@ struct Served {
   };
   Next next;
   std::optional<HttpResponse> response;
+  // kReadBody: the most the body may hold, or 0 for kMaxBodyBytes (BodyLimit).
+  size_t body_limit = 0;
 };
+
+// The longest body of a `$batch` under a grant that can only read: it can
+// hold one retrieve only (batch.md), a GET whose head is at most an outer
+// request's head. A longer one is refused with 403
+// AuthorizationPermissionMismatch, as the writes it must then hold would be.
+inline constexpr size_t kReadOnlyBatchBodyBytes = 64 * 1024 + 8 * 1024;
 
 // Serves the request whose head `http` holds, without blocking the calling
 // (I/O) thread on storage: prepares it from the head (routing,

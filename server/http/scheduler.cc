@@ -16,6 +16,7 @@
 #include "server/operations/operations.h"
 #include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
+#include "server/protocol/response_budget.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {
@@ -79,12 +80,24 @@ OperationResult Dispatch(const ServerContext& ctx, Request& req) {
   return handler(ctx, req);
 }
 
+// Reserves the answer of `write` from the response budget before it commits
+// (response_budget.h): nullopt if reserved (or not needed), else the 503
+// ServerBusy that answers instead, nothing written.
+std::optional<HttpResponse> ReserveAnswer(Request& req, const PendingWrite& write) {
+  if (req.response_hold == nullptr || write.answer_bytes <= kUnbudgetedResponseBytes) {
+    return std::nullopt;
+  }
+  if (req.response_hold->ReserveForWrite(write.answer_bytes)) return std::nullopt;
+  return ErrorResponse(req, ErrorReply(AzureError::kServerBusy));
+}
+
 // The response of an operation's result, applying its write or running its
 // read synchronously.
 HttpResponse ResolveNow(const ServerContext& ctx, Request& req, OperationResult result) {
   if (auto* res = std::get_if<HttpResponse>(&result)) return std::move(*res);
   if (auto* read = std::get_if<PendingRead>(&result)) return read->run(ctx, req);
   PendingWrite& write = std::get<PendingWrite>(result);
+  if (auto refused = ReserveAnswer(req, write)) return std::move(*refused);
   storage::ApplyOutcome outcome;
   outcome.status =
       ctx.store->Apply(req.account, write.table, write.ops, &outcome.result, &outcome.error);
@@ -183,6 +196,7 @@ void HandOn(boost::asio::any_io_executor executor, std::function<void()> run, bo
 // executor.
 void CommitAsync(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a,
                  PendingWrite& write) {
+  if (auto refused = ReserveAnswer(a->req, write)) return Complete(ctx, *a, std::move(*refused));
   const std::string& account = a->req.account;
   ctx.store->ApplyAsync(account, std::move(write.table), std::move(write.ops),
                         [&ctx, a, answer = std::move(write.answer)](storage::ApplyOutcome outcome) {

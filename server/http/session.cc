@@ -161,17 +161,28 @@ bool Connection::EvictLongestWaiting() {
     std::lock_guard lock(r.mu);
     Connection* oldest = nullptr;
     std::int64_t oldest_since = 0;
+    bool oldest_writes = false;
+    const std::int64_t stalled_before = CoarseNowMs() - kStalledWriteMs;
     for (Connection* c : r.connections) {
       std::int64_t since = c->waiting_since_ms_.load(std::memory_order_relaxed);
+      bool writes = false;
+      if (since <= 0) {
+        since = c->writing_since_ms_.load(std::memory_order_relaxed);
+        if (since > stalled_before) continue;
+        writes = true;
+      }
       if (since > 0 && (oldest == nullptr || since < oldest_since)) {
         oldest = c;
         oldest_since = since;
+        oldest_writes = writes;
       }
     }
     if (oldest == nullptr) return false;
     // Marked: the next eviction picks another one, and Evict() closes the
-    // connection only if it has not started answering a request since.
-    oldest->waiting_since_ms_.store(kEvicted, std::memory_order_relaxed);
+    // connection only if it has not started answering a request (or
+    // finished writing its answer) since.
+    (oldest_writes ? oldest->writing_since_ms_ : oldest->waiting_since_ms_)
+        .store(kEvicted, std::memory_order_relaxed);
     victim = oldest->Share();
   }
   // Outside the lock: dropping `victim` may destroy the connection, which
@@ -182,6 +193,10 @@ bool Connection::EvictLongestWaiting() {
 
 void Connection::SetWaiting(bool waiting) {
   waiting_since_ms_.store(waiting ? CoarseNowMs() : 0, std::memory_order_relaxed);
+}
+
+void Connection::SetWriting(bool writing) {
+  writing_since_ms_.store(writing ? CoarseNowMs() : 0, std::memory_order_relaxed);
 }
 
 // --- the request loop ---------------------------------------------------------
@@ -283,6 +298,7 @@ void HttpSession<Derived>::DoRead() {
   if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
   parser_.emplace();
   body_unread_ = false;
+  body_begun_ = false;
   continue_sent_ = false;
   parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
   SetWaiting(true);
@@ -344,23 +360,65 @@ void HttpSession<Derived>::Carry(Served&& served) {
     case Served::Next::kLater:
       return;
     case Served::Next::kReadBody:
-      return ReadBody();
+      return ReadBody(served.body_limit);
   }
 }
 
 template <class Derived>
-void HttpSession<Derived>::ReadBody() {
+void HttpSession<Derived>::ReadBody(size_t limit) {
   // The announced length, or all that a chunked body may hold.
   const auto length = parser_->content_length();
-  const size_t wanted = length ? static_cast<size_t>(*length) : kMaxBodyBytes;
+  body_limit_ = length ? static_cast<size_t>(*length) : kMaxBodyBytes;
+  body_capped_ = limit != 0 && limit < body_limit_;
+  if (body_capped_) {
+    // Longer than the request may be (router.h, kReadOnlyBatchBodyBytes):
+    // refused now if announced, else once a chunk passes the limit.
+    if (length) return RefuseCappedBody();
+    body_limit_ = limit;
+    parser_->body_limit(limit);
+  }
+  body_begun_ = false;
+  body_clock_ = std::chrono::steady_clock::now();
+  ReserveBody();
+}
+
+template <class Derived>
+void HttpSession<Derived>::RefuseCappedBody() {
+  Carry(ServeError(ctx_, held_, ErrorReply(AzureError::kAuthorizationPermissionMismatch),
+                   &HttpSession::Defer, this));
+}
+
+template <class Derived>
+size_t HttpSession<Derived>::BodyNeed() {
+  // What has arrived, what is buffered and one more read (Beast's largest).
+  const size_t need = parser_->get().body().size() + buffer_.size() + kLargeReadBufferBytes;
+  return std::min(need, body_limit_);
+}
+
+template <class Derived>
+bool HttpSession<Derived>::BodyHasRoom() {
+  const BodyBudget* budget = ctx_.body_budget;
+  // A body larger than the budget holds all of it (body_budget.h).
+  return budget == nullptr || BodyNeed() <= body_reserved_ || body_reserved_ >= budget->capacity();
+}
+
+template <class Derived>
+void HttpSession<Derived>::ReserveBody() {
   BodyBudget* budget = ctx_.body_budget;
-  if (budget == nullptr) return StartBody();
+  if (BodyHasRoom()) return BodyReserved();
+  // Doubling: a body takes room a few times, and holds at most twice what
+  // it needs.
+  const size_t target =
+      std::min(std::max(BodyNeed(), body_reserved_ == 0 ? kFirstBodyBytes : 2 * body_reserved_),
+               body_limit_);
+  const size_t wanted = target - body_reserved_;
   if (size_t taken = budget->TryAcquire(wanted)) {
-    body_reserved_ = taken;
-    return StartBody();
+    body_reserved_ += taken;
+    return BodyReserved();
   }
   // Not read meanwhile: the client is held back by TCP (or waits for 100
   // Continue), for at most the request timeout.
+  budget_wait_started_ = std::chrono::steady_clock::now();
   std::weak_ptr<Derived> weak = derived().shared_from_this();
   budget_ticket_ =
       budget->Enqueue(wanted, derived().stream().get_executor(), [weak, budget](size_t taken) {
@@ -379,9 +437,11 @@ void HttpSession<Derived>::ReadBody() {
 template <class Derived>
 void HttpSession<Derived>::OnBudget(size_t taken) {
   budget_ticket_ = 0;
-  body_reserved_ = taken;
+  body_reserved_ += taken;
   if (budget_timer_) budget_timer_->cancel();
-  StartBody();
+  // The time spent waiting is not the client's: its minimum rate resumes.
+  body_clock_ += std::chrono::steady_clock::now() - budget_wait_started_;
+  ReserveBody();
 }
 
 template <class Derived>
@@ -390,6 +450,16 @@ void HttpSession<Derived>::OnBudgetTimeout() {
   if (budget_ticket_ == 0 || !ctx_.body_budget->Cancel(budget_ticket_)) return;
   budget_ticket_ = 0;
   Carry(ServeError(ctx_, held_, ErrorReply(AzureError::kServerBusy), &HttpSession::Defer, this));
+}
+
+template <class Derived>
+void HttpSession<Derived>::BodyReserved() {
+  // The body's string never grows past its room (RequestBody::reader
+  // reserves nothing itself).
+  if (ctx_.body_budget != nullptr) parser_->get().body().reserve(body_reserved_);
+  if (body_begun_) return ContinueBody();
+  body_begun_ = true;
+  StartBody();
 }
 
 template <class Derived>
@@ -430,19 +500,39 @@ void HttpSession<Derived>::ReadBodyBytes() {
     if (ec || used == 0) break;
   }
   if (ec || parser_->is_done()) return BodyRead(ec);
-  http::async_read(derived().stream(), buffer_, *parser_,
-                   beast::bind_front_handler(&HttpSession::OnBody, derived().shared_from_this()));
+  ContinueBody();
+}
+
+template <class Derived>
+void HttpSession<Derived>::ContinueBody() {
+  if (!BodyHasRoom()) return ReserveBody();
+  // The minimum rate: by now, what has arrived and one more read, at
+  // kMinBodyBytesPerSecond after the grace period; never past the request
+  // timeout.
+  const size_t due = parser_->get().body().size() + kLargeReadBufferBytes;
+  const auto allowed = std::min<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(kBodyGraceSeconds) +
+          std::chrono::milliseconds(due * 1000 / kMinBodyBytesPerSecond),
+      g_limits.request_timeout);
+  beast::get_lowest_layer(derived().stream()).expires_at(body_clock_ + allowed);
+  http::async_read_some(
+      derived().stream(), buffer_, *parser_,
+      beast::bind_front_handler(&HttpSession::OnBody, derived().shared_from_this()));
 }
 
 template <class Derived>
 void HttpSession<Derived>::OnBody(beast::error_code ec, std::size_t) {
-  Guard("read", [&] { BodyRead(ec); });
+  Guard("read", [&] {
+    if (ec || parser_->is_done()) return BodyRead(ec);
+    ContinueBody();
+  });
 }
 
 template <class Derived>
 void HttpSession<Derived>::BodyRead(beast::error_code ec) {
   if (ec) {
-    // A chunked body over the limit.
+    // A chunked body over the limit: the request's, or the protocol's.
+    if (ec == http::error::body_limit && body_capped_) return RefuseCappedBody();
     if (ec == http::error::body_limit) return RejectTooLarge();
     return Fail(ec, "read");
   }
@@ -510,8 +600,9 @@ void HttpSession<Derived>::Respond(HttpResponse res) {
   discard_body_ = false;
   if (body_unread_) {
     // A client waiting for 100 Continue may or may not send the body now:
-    // the connection cannot be read on safely (RFC 9110 §10.1.1).
-    if (close || (parser_->expects_continue() && !continue_sent_)) {
+    // the connection cannot be read on safely (RFC 9110 §10.1.1). Nor can
+    // it once part of the body was parsed (refused while it was read).
+    if (close || body_begun_ || (parser_->expects_continue() && !continue_sent_)) {
       close = true;
       std::optional<std::uint64_t> length;  // none for a chunked body
       if (auto l = parser_->content_length()) length = *l;
@@ -620,6 +711,16 @@ template <class Derived>
 void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
   response_ = std::move(res);
   SerializeResponse(response_, &wire_);
+  // A body held from the response budget goes out at the minimum rate, or
+  // the connection is closed and gives it back (response_budget.h).
+  if (const size_t bytes = response_.body().size(); bytes > kUnbudgetedResponseBytes) {
+    beast::get_lowest_layer(derived().stream())
+        .expires_after(std::chrono::seconds(kSendGraceSeconds) +
+                       std::chrono::milliseconds(bytes * 1000 / kMinSendBytesPerSecond));
+  }
+  // At the connection cap, one whose client does not take its answer can
+  // be evicted (EvictLongestWaiting).
+  SetWriting(true);
   std::array<net::const_buffer, 2> buffers{net::buffer(wire_), net::const_buffer()};
   if (response_.body().size() > kCopiedBodyBytes) buffers[1] = net::buffer(response_.body());
   net::async_write(
@@ -630,6 +731,7 @@ void HttpSession<Derived>::DoWrite(HttpResponse res, bool close) {
 template <class Derived>
 void HttpSession<Derived>::OnWrite(bool close, beast::error_code ec, std::size_t) {
   Guard("write", [&] {
+    SetWriting(false);
     if (response_hold_) response_hold_->Clear();
     EndRequest();
     if (ctx_.prefetcher != nullptr) ctx_.prefetcher->Kick();

@@ -105,8 +105,12 @@ class Connection {
   // Open connections.
   static size_t Count();
   // Closes the connection that has waited longest for its next request (or
-  // the rest of one). False iff no connection is waiting.
+  // the rest of one), or for its client to read its answer: a connection
+  // whose answer has been written for kStalledWriteMs without being taken
+  // counts as waiting, from when the write began. False iff no connection
+  // is waiting.
   static bool EvictLongestWaiting();
+  static constexpr std::int64_t kStalledWriteMs = 1000;
 
  protected:
   Connection();
@@ -118,8 +122,14 @@ class Connection {
   std::int64_t waiting_since_ms() const {
     return waiting_since_ms_.load(std::memory_order_relaxed);
   }
-  // True iff chosen for eviction while waiting, and still waiting.
-  bool evicted() const { return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted; }
+  // Writing an answer (since now), or done writing it.
+  void SetWriting(bool writing);
+  // True iff chosen for eviction while waiting (or writing), and still
+  // waiting (writing).
+  bool evicted() const {
+    return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted ||
+           writing_since_ms_.load(std::memory_order_relaxed) == kEvicted;
+  }
 
  private:
   // A strong reference, or null if the connection is being destroyed.
@@ -129,6 +139,7 @@ class Connection {
 
   static constexpr std::int64_t kEvicted = -1;
   std::atomic<std::int64_t> waiting_since_ms_{0};  // 0: not waiting; kEvicted
+  std::atomic<std::int64_t> writing_since_ms_{0};  // 0: not writing; kEvicted
   size_t index_ = 0;                               // in the registry, guarded by its mutex
 };
 
@@ -175,11 +186,23 @@ class HttpSession : public Connection {
   void OnHeader(boost::beast::error_code ec, std::size_t bytes);
   // Carries out what the router decided (respond, wait, read the body).
   void Carry(Served&& served);
-  // Takes the body's length from the budget (waiting if it must), then
-  // reads the body.
-  void ReadBody();
+  // Reads the body, taking room for it from the budget as it arrives
+  // (body_budget.h), at most `limit` bytes (0: no limit of its own).
+  void ReadBody(size_t limit);
+  // Answers a body longer than its request's limit (Served::body_limit).
+  void RefuseCappedBody();
+  // The room the body needs before the next read.
+  size_t BodyNeed();
+  // True iff the body holds BodyNeed() (or all of the budget).
+  bool BodyHasRoom();
+  // Takes BodyNeed() from the budget (waiting if it must), then goes on
+  // reading (BodyReserved).
+  void ReserveBody();
   void OnBudget(size_t taken);
   void OnBudgetTimeout();
+  void BodyReserved();
+  // Reads more of the body, within its room and its minimum rate.
+  void ContinueBody();
   // Answers `Expect: 100-continue` if the client waits for it, then reads
   // the body.
   void StartBody();
@@ -233,6 +256,13 @@ class HttpSession : public Connection {
   bool discard_body_ = false;        // after this answer, drop the body and keep alive
   bool continue_sent_ = false;       // 100 Continue was sent for this request
   size_t body_reserved_ = 0;         // taken from ctx_.body_budget for this body
+  size_t body_limit_ = 0;            // the most this body may hold
+  bool body_capped_ = false;         // body_limit_ is the request's own (Served::body_limit)
+  bool body_begun_ = false;          // room was taken and the body is being read
+  // The minimum rate's start: when the body began, moved on by the time it
+  // waited for the budget.
+  std::chrono::steady_clock::time_point body_clock_;
+  std::chrono::steady_clock::time_point budget_wait_started_;
   std::uint64_t budget_ticket_ = 0;  // waiting for the budget (BodyBudget::Enqueue)
   std::optional<boost::asio::steady_timer> budget_timer_;
   std::string wire_;  // the response's bytes while they are written

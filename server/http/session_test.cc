@@ -31,6 +31,7 @@ namespace {
 class FakeConnection : public Connection, public std::enable_shared_from_this<FakeConnection> {
  public:
   void Wait(bool waiting) { SetWaiting(waiting); }
+  void Write(bool writing) { SetWriting(writing); }
   bool evicted_now() const { return evicted(); }
   int evictions = 0;
 
@@ -76,6 +77,29 @@ TEST_CASE("eviction picks the connection that has waited longest, never a busy o
   // A connection that started answering a request since is no longer marked.
   new_waiter->Wait(false);
   CHECK_FALSE(new_waiter->evicted_now());
+}
+
+TEST_CASE("eviction takes a connection whose answer has not been read for a while") {
+  auto fresh_writer = std::make_shared<FakeConnection>();
+  auto stalled_writer = std::make_shared<FakeConnection>();
+  stalled_writer->Write(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(Connection::kStalledWriteMs + 50));
+  fresh_writer->Write(true);
+  auto waiter = std::make_shared<FakeConnection>();
+  Tick();
+  waiter->Wait(true);
+  // Oldest first: the writer stalled since before the waiter began waiting.
+  CHECK(Connection::EvictLongestWaiting());
+  CHECK(stalled_writer->evictions == 1);
+  CHECK(stalled_writer->evicted_now());
+  CHECK(Connection::EvictLongestWaiting());
+  CHECK(waiter->evictions == 1);
+  // A writer whose answer has just begun is busy, not evictable.
+  CHECK_FALSE(Connection::EvictLongestWaiting());
+  CHECK(fresh_writer->evictions == 0);
+  // Done writing since: no longer marked.
+  stalled_writer->Write(false);
+  CHECK_FALSE(stalled_writer->evicted_now());
 }
 
 namespace {

@@ -502,6 +502,13 @@ OperationResult Batch(const ServerContext& /*ctx*/, Request& req) {
   write.answer = [state](const Request& req, const storage::ApplyOutcome& outcome) {
     return AnswerChangeSet(req, *state, outcome);
   };
+  size_t content = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].op == Operation::kInsertEntity && ops[i].prefer != "return-no-content") {
+      content += parts[i].body.size();
+    }
+  }
+  write.answer_bytes = WriteAnswerBytes(content, write.ops.size());
   return write;
 }
 

@@ -239,16 +239,53 @@ void PrefetchNextPage(const ServerContext& ctx, FeedInputs in, std::string_view 
                       });
 }
 
-// The body of a Query Entities page as an Atom feed (payload.md §6.4).
-std::string EntityFeedAtom(const Request& req, const std::vector<storage::Entity>& entities,
-                           const std::vector<std::string>* select) {
-  AtomContext ac = MakeAtomContext(req.base, req.account, req.path.table);
-  std::string body;
-  body.reserve(1024 + entities.size() * 1024);
-  AppendAtomFeedStart(&body, ac, entities.empty());
-  for (const auto& e : entities) AppendEntityAtom(&body, e, ac, false, select);
-  AppendAtomFeedEnd(&body);
-  return body;
+// The body of a Query Entities page as an Atom feed (payload.md §6.4), each
+// entry written as the store reads its row; ends as `limit` says once the
+// page is long, as StreamEntityFeedJson does. `*written` gets the number of
+// entries written.
+storage::Status StreamEntityFeedAtom(const ServerContext& ctx, const Request& req,
+                                     const std::vector<std::string>* select,
+                                     const storage::ScanRequest& scan, PageLimit& limit,
+                                     std::string* body, std::optional<storage::EntityKey>* next,
+                                     size_t* written) {
+  const AtomContext ac = MakeAtomContext(req.base, req.account, req.path.table);
+  body->reserve(4096);
+  AppendAtomFeedStart(body, ac, false);
+  size_t count = 0;
+  std::optional<storage::EntityKey> cut_at;  // the first entity left out
+  storage::Entity decoded;                   // reused row after row
+  storage::Status s = ctx.store->ScanRows(
+      req.account, req.path.table, scan,
+      [&](storage::EntityRow& row) {
+        const storage::Entity* e = row.decoded;
+        if (e == nullptr) {
+          storage::Status st = storage::DecodeRow(row, &decoded);
+          if (!st.ok()) return st;
+          e = &decoded;
+        }
+        const size_t before = body->size();
+        AppendEntityAtom(body, *e, ac, false, select);
+        ++count;
+        if (!IsLong(limit, body->size())) return storage::Status::Ok();
+        // A first entity that does not fit the budget: 503 ServerBusy.
+        if (count == 1) return storage::Status::Busy("page too long");
+        body->resize(before);
+        --count;
+        cut_at = storage::EntityKey{std::string(row.partition_key), std::string(row.row_key)};
+        return storage::Status::Busy("page cut");
+      },
+      next);
+  if (cut_at) {
+    s = storage::Status::Ok();
+    *next = std::move(cut_at);
+  }
+  if (count == 0) {
+    body->clear();
+    AppendAtomFeedStart(body, ac, true);
+  }
+  AppendAtomFeedEnd(body);
+  *written = count;
+  return s;
 }
 
 // A body error is reported only if the table exists (operations.md §0.1:
@@ -415,13 +452,17 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
   std::optional<storage::EntityKey> next;
   HttpResponse res;
   if (req.atom) {
+    // Bounded and budgeted as a JSON page rendered off the I/O thread.
     const std::vector<std::string>* select = q.in.select ? &*q.in.select : nullptr;
-    storage::ScanResult result;
-    storage::Status s = ctx.store->Scan(req.account, req.path.table, scan, &result);
+    PageLimit limit;
+    limit.max_bytes = kMaxPageBytes;
+    limit.cut = true;
+    limit.hold = req.response_hold;
+    std::string body;
+    storage::Status s =
+        StreamEntityFeedAtom(ctx, req, select, scan, limit, &body, &next, &returned);
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
-    res = AtomResponse(req, http::status::ok, EntityFeedAtom(req, result.entities, select));
-    returned = result.entities.size();
-    next = std::move(result.next);
+    res = AtomResponse(req, http::status::ok, std::move(body));
   } else {
     // Pages are rendered ahead only for key ranges: a page then costs at
     // most $top rows. With a residual filter the next page may examine up to
@@ -614,6 +655,9 @@ OperationResult WriteEntity(const ServerContext& /*ctx*/, Request& req) {
   write.table = req.path.table;
   write.ops.push_back(std::move(op));
   write.answer = &AnswerWriteEntity;
+  const bool content =
+      req.op == Operation::kInsertEntity && Header(req.http, "Prefer") != "return-no-content";
+  write.answer_bytes = WriteAnswerBytes(content ? req.http.body().size() : 0, 1);
   return write;
 }
 

@@ -172,7 +172,7 @@ TEST_CASE("Query Entities: pages joined by continuation headers") {
 
 TEST_CASE("Query Entities: a page ends early when the response budget has no more; none is 503") {
   ItemsServer s;
-  ResponseBudget budget(300 * 1024);
+  ResponseBudget budget(300 * 1024, 1);  // one share: all of it
   ResponseHold hold(&budget);
   s.ctx().response_budget = &budget;
   s.set_response_hold(&hold);
@@ -208,11 +208,72 @@ TEST_CASE("Query Entities: a page ends early when the response budget has no mor
   CHECK(budget.in_use() == 0);
 
   // Others hold all but 10 KiB: not even the first entity fits.
-  REQUIRE(budget.TryTake(budget.capacity() - 10 * 1024));
+  ResponseHold others(&budget);
+  REQUIRE(others.SetTo(budget.capacity() - 10 * 1024));
   CheckJsonError(s.Send(http::verb::get, "/devstoreaccount1/items()?$top=1000"), 503, "ServerBusy",
                  "The server is busy.");
   hold.Clear();
-  budget.Release(budget.capacity() - 10 * 1024);
+  others.Clear();
+  CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("Insert Entity: refused before it commits when its answer does not fit; never after") {
+  ItemsServer s;
+  ResponseBudget budget(400 * 1024, 1);
+  ResponseHold hold(&budget), others(&budget);
+  s.ctx().response_budget = &budget;
+  s.set_response_hold(&hold);
+  const std::string text = '"' + std::string(30000, 'x') + '"';
+  const std::string big = R"("S1":)" + text + R"(,"S2":)" + text + R"(,"S3":)" + text;
+  REQUIRE(others.SetTo(budget.capacity() - 50 * 1024));
+  CheckJsonError(s.Insert("p", "big", big), 503, "ServerBusy", "The server is busy.");
+  CHECK(s.Send(http::verb::get, ItemsServer::EntityUrl("p", "big")).result_int() == 404);
+  // Without its content the answer is short: nothing to reserve.
+  CHECK(s.Insert("p", "big", big, {{"Prefer", "return-no-content"}}).result_int() == 204);
+  hold.Clear();
+  others.Clear();
+  // Reserved before the write: the answer is sent, and held until written.
+  HttpResponse res = s.Insert("p", "big2", big);
+  CHECK(res.result_int() == 201);
+  CHECK(hold.held() >= res.body().size());
+  hold.Clear();
+  CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("Query Entities: an Atom page ends early when the response budget has no more") {
+  ItemsServer s;
+  ResponseBudget budget(300 * 1024, 1);
+  ResponseHold hold(&budget);
+  s.ctx().response_budget = &budget;
+  s.set_response_hold(&hold);
+  const std::string text = '"' + std::string(30000, 'x') + '"';
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(s.Insert("p", "r" + std::to_string(i), R"("S1":)" + text + R"(,"S2":)" + text)
+                .result_int() == 201);
+  }
+  const testing::Headers atom = {{"x-ms-version", "2013-08-15"},
+                                 {"Accept", "application/atom+xml"}};
+  std::string target = "/devstoreaccount1/items()?$top=1000";
+  int pages = 0, entries = 0;
+  while (true) {
+    HttpResponse res = s.Send(http::verb::get, target, "", atom);
+    REQUIRE(res.result_int() == 200);
+    CHECK(res.body().size() <= 300 * 1024);
+    CHECK(res.body().ends_with("</feed>"));
+    hold.Clear();
+    for (size_t at = res.body().find("<entry"); at != std::string::npos;
+         at = res.body().find("<entry", at + 1)) {
+      ++entries;
+    }
+    ++pages;
+    const std::string npk = HeaderOf(res, "x-ms-continuation-NextPartitionKey");
+    if (npk.empty()) break;
+    REQUIRE(pages < 10);
+    target = "/devstoreaccount1/items()?$top=1000&NextPartitionKey=" + QueryEncoded(npk) +
+             "&NextRowKey=" + QueryEncoded(HeaderOf(res, "x-ms-continuation-NextRowKey"));
+  }
+  CHECK(pages > 1);
+  CHECK(entries == 10);
   CHECK(budget.in_use() == 0);
 }
 

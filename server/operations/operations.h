@@ -23,7 +23,18 @@ struct PendingWrite {
   std::vector<storage::WriteOp> ops;
   // Builds the response from the outcome (whose `ops` are the ones above).
   std::function<HttpResponse(const Request& req, const storage::ApplyOutcome& outcome)> answer;
+  // A close upper estimate of the answer's body (WriteAnswerBytes): the
+  // scheduler reserves it from the response budget before the write
+  // commits (response_budget.h).
+  size_t answer_bytes = 0;
 };
+
+// The answer_bytes of a write of `ops` operations whose answer repeats the
+// entities of `content_bytes` of its request body (inserts answered with
+// their content): those, plus headers and metadata.
+inline size_t WriteAnswerBytes(size_t content_bytes, size_t ops) {
+  return content_bytes + ops * 1024 + 4096;
+}
 
 // A read an operation found too long to answer on the thread that read the
 // request (a query that may examine many rows): the scheduler runs `run` on

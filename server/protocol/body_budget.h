@@ -1,13 +1,18 @@
 // The memory that request bodies may hold across all connections. A
 // session reads an admitted request's body (authenticated and authorized
-// from its head: router.h) only once it has taken the body's announced
-// length (Content-Length, or kMaxBodyBytes for a chunked body) from this
-// budget, and gives it back when the request is answered. A body that does
-// not fit waits, first come first served, without being read: its
-// connection is left unread, so TCP holds the client back (a client that
-// sent `Expect: 100-continue` gets its 100 only then). A request larger
-// than the whole budget waits until nothing else holds any, so a
-// maximum-size body always gets through on an otherwise idle server.
+// from its head: router.h) as it takes room for it from this budget: room
+// for what has arrived and one more read, doubled at each step, up to the
+// announced length (Content-Length, or kMaxBodyBytes for a chunked body),
+// so a body holds at most twice what its client has sent. It gives all of
+// it back when the request is answered. When the room does not fit, the
+// body waits, first come first served, without being read: its connection
+// is left unread, so TCP holds the client back (a client that sent
+// `Expect: 100-continue` gets its 100 only then). The client must send
+// its body at kMinBodyBytesPerSecond at least (after kBodyGraceSeconds),
+// not counting the time it waited for the budget, or its connection is
+// closed and gives its room back. A request larger than the whole budget
+// waits until nothing else holds any, so a maximum-size body always gets
+// through on an otherwise idle server.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -21,6 +26,12 @@
 #include <string>
 
 namespace cerulean::server {
+
+// The room a body takes first, unless it is shorter.
+inline constexpr size_t kFirstBodyBytes = 256 * 1024;
+// The slowest a body may arrive, after a grace period.
+inline constexpr size_t kMinBodyBytesPerSecond = 256 * 1024;
+inline constexpr int kBodyGraceSeconds = 5;
 
 class BodyBudget {
  public:

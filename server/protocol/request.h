@@ -41,15 +41,13 @@ struct RequestBody {
     template <bool isRequest, class Fields>
     reader(http::header<isRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
 
+    // Reserves nothing: the session reserves the string as it takes room
+    // for the body from the body budget (body_budget.h), so that a body's
+    // memory follows what has arrived, not what its head announced.
     void init(const boost::optional<std::uint64_t>& length, boost::system::error_code& ec) {
       ec = {};
-      if (!length) return;
       // The parser's body limit bounds the length before this is called.
-      if (*length > body_.max_size()) {
-        ec = http::error::buffer_overflow;
-        return;
-      }
-      body_.reserve(static_cast<size_t>(*length));
+      if (length && *length > body_.max_size()) ec = http::error::buffer_overflow;
     }
 
     template <class ConstBufferSequence>

@@ -7,21 +7,8 @@ namespace {
 
 namespace http = boost::beast::http;
 
-TEST_CASE("ResponseBudget: takes what fits, up to its capacity") {
-  ResponseBudget budget(100);
-  CHECK(budget.TryTake(60));
-  CHECK_FALSE(budget.TryTake(41));
-  CHECK(budget.TakeUpTo(50) == 40);
-  CHECK(budget.TakeUpTo(1) == 0);
-  CHECK(budget.in_use() == 100);
-  budget.Release(100);
-  CHECK(budget.in_use() == 0);
-  CHECK(budget.RenderMetrics().find("cerulean_response_body_refused_total 1\n") !=
-        std::string::npos);
-}
-
 TEST_CASE("ResponseHold: grows ahead, settles to a body's size, gives back when cleared or gone") {
-  ResponseBudget budget(100);
+  ResponseBudget budget(100, 1);
   {
     ResponseHold hold(&budget);
     CHECK(hold.GrowTo(10, 20));
@@ -40,6 +27,48 @@ TEST_CASE("ResponseHold: grows ahead, settles to a body's size, gives back when 
     CHECK(hold.SetTo(50));
   }
   CHECK(budget.in_use() == 0);
+  CHECK(budget.RenderMetrics().find("cerulean_response_body_refused_total 1\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("ResponseHold: one connection, and one client's connections, hold a share at most") {
+  ResponseBudget budget(100, 4);  // shares of 25
+  ResponseHold a(&budget), b(&budget), c(&budget), other(&budget);
+  a.SetClient("sas:x");
+  b.SetClient("sas:x");
+  c.SetClient("");
+  other.SetClient("key:account");
+  CHECK_FALSE(c.SetTo(26));
+  CHECK(c.SetTo(25));
+  CHECK_FALSE(a.GrowTo(30, 0));
+  CHECK(a.held() == 25);
+  CHECK_FALSE(b.GrowTo(1, 0));  // the client holds its share through `a`
+  CHECK(budget.client_held("sas:x") == 25);
+  CHECK(other.SetTo(25));  // another client is not held back
+  a.Clear();
+  CHECK(budget.client_held("sas:x") == 0);
+  CHECK(b.GrowTo(20, 0));
+  // Switching client gives back what the hold held under the old one.
+  b.SetClient("sas:y");
+  CHECK(b.held() == 0);
+  CHECK(budget.in_use() == 50);
+}
+
+TEST_CASE("ResponseHold: a write's reservation is taken before it commits; its answer always fits") {
+  ResponseBudget budget(100, 1);
+  ResponseHold hold(&budget), other(&budget);
+  CHECK(other.SetTo(80));
+  CHECK_FALSE(hold.ReserveForWrite(30));  // refused before the write
+  CHECK(hold.held() == 0);
+  CHECK(hold.ReserveForWrite(20));
+  CHECK(hold.SetTo(35));  // the committed write's answer is longer than reserved
+  CHECK(budget.in_use() == 115);
+  hold.Clear();
+  CHECK_FALSE(hold.SetTo(35));  // no reservation any more
+  const std::string metrics = budget.RenderMetrics();
+  CHECK(metrics.find("cerulean_response_write_reserved_total 1\n") != std::string::npos);
+  CHECK(metrics.find("cerulean_response_write_refused_total 1\n") != std::string::npos);
+  CHECK(metrics.find("cerulean_response_write_overdrawn_total 1\n") != std::string::npos);
 }
 
 TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its common headers") {

@@ -85,15 +85,15 @@ async function deleteTable(server, table) {
 }
 
 // A $batch body inserting `entities` (one PartitionKey, at most 100) into
-// `table`: {body, contentType}.
-function batchBody(server, table, entities) {
+// `table`, each with `Prefer: <prefer>`: {body, contentType}.
+function batchBody(server, table, entities, { prefer = 'return-no-content' } = {}) {
   const b = `batch_${crypto.randomUUID()}`;
   const cs = `changeset_${crypto.randomUUID()}`;
   const parts = [`--${b}\r\nContent-Type: multipart/mixed; boundary=${cs}\r\n\r\n`];
   entities.forEach((e, i) => {
     parts.push(`--${cs}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n` +
       `Content-ID: ${i + 1}\r\n\r\nPOST ${server.endpoint}/${table} HTTP/1.1\r\n` +
-      'Accept: application/json;odata=nometadata\r\nPrefer: return-no-content\r\n' +
+      `Accept: application/json;odata=nometadata\r\nPrefer: ${prefer}\r\n` +
       `Content-Type: application/json\r\n\r\n${JSON.stringify(e)}\r\n`);
   });
   parts.push(`--${cs}--\r\n--${b}--\r\n`);
@@ -422,6 +422,8 @@ function assertPeakGrowth(r, bound) {
 
 module.exports = {
   MiB,
+  K,
+  FLOOR_MS,
   sleep,
   procStatus,
   mib,

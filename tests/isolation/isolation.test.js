@@ -11,7 +11,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { startServer, tempDir } = require('../e2e/node/server');
-const { request } = require('../e2e/node/http');
+const { request, rawExchange, sign } = require('../e2e/node/http');
 const { RawConnection } = require('./raw-client');
 const h = require('./harness');
 
@@ -311,5 +311,282 @@ test('48 slow readers of 4 MiB pages: memory bounded, victim unaffected', async 
     t.diagnostic(h.describeFigures(r));
     h.assertPeakGrowth(r, 96 * MiB);
     h.assertIsolated(r);
+  });
+});
+
+// --- fair shares of the shared budgets ------------------------------------------------
+
+// The value of a line of /_metrics.
+async function metric(server, name) {
+  const res = await request(server, { rawTarget: '/_metrics' });
+  assert.equal(res.status, 200, res.body);
+  const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(res.body);
+  assert.ok(m, `${name} in /_metrics`);
+  return Number(m[1]);
+}
+
+// Waits (at most `ms`) until `cond()` resolves truthy; returns its last value.
+async function waitFor(cond, ms, what) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+// The median of `n` runs of `fn` (ms), each checked by `fn` itself.
+async function medianMs(n, fn) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await fn();
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(n / 2)];
+}
+
+// Asserts that `attacked` ms is within the isolation bound of `unloaded` ms
+// (harness.js: max(10 × unloaded, 50 ms); large answers get 200 ms).
+function assertNear(what, unloaded, attacked, floor = 200) {
+  const bound = Math.max(h.K * unloaded, floor);
+  assert.ok(attacked <= bound, `${what}: ${attacked.toFixed(1)} ms under attack, ${unloaded.toFixed(1)} ms unloaded (bound ${bound.toFixed(1)} ms)`);
+}
+
+// A table of 1000 entities of 16 KB, and `clients` connections per
+// credential in `sases` that each ask for three whole pages of it
+// (1000 × 16 KB) back to back and never read.
+async function unreadPages(server, sases, perClient) {
+  const table = 'bigpages';
+  await h.createTable(server, table);
+  const blob = 'y'.repeat(16000);
+  await h.insertAll(server, table, Array.from({ length: 1000 }, (_, i) => ({ PartitionKey: `p${Math.floor(i / 100)}`, RowKey: `r${i}`, B: blob })));
+  const conns = [];
+  for (const sas of sases) {
+    const bytes = h.getRequest(server, `/${server.account}/${table}()?$top=1000&${sas}`, { auth: false });
+    for (let i = 0; i < perClient; i++) {
+      const conn = await RawConnection.open(server.host, server.port);
+      conn.sock.pause();
+      conn.write(Buffer.concat([bytes, bytes, bytes]));
+      conns.push(conn);
+    }
+  }
+  return conns;
+}
+
+test('a write whose answer does not fit the response budget is refused before it commits, never after', async (t) => {
+  await withServer({}, async (server) => {
+    await h.createTable(server, 'bigpages');
+    // Four clients (four SAS) take their whole shares: the budget is full.
+    const sases = [1, 2, 3, 4].map((i) => h.tableSas(server, 'bigpages', 'r', { se: `2099-01-0${i}T00:00:00Z` }));
+    await h.deleteTable(server, 'bigpages');
+    const conns = await unreadPages(server, sases, 2);
+    try {
+      const capacity = await metric(server, 'cerulean_response_body_budget_bytes');
+      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > capacity - 2 * MiB, 20000, 'the budget to fill');
+      const exists = async (pk, rk) => (await request(server, { path: `/${VICTIM.table}(PartitionKey='${pk}',RowKey='${rk}')` })).status === 200;
+      // A 90 KB insert answered with its content.
+      const insert = await request(server, { method: 'POST', path: `/${VICTIM.table}`,
+        body: { PartitionKey: 'w', RowKey: 'big', V1: 'z'.repeat(30000), V2: 'z'.repeat(30000), V3: 'z'.repeat(30000) }, headers: { Prefer: 'return-content' } });
+      t.diagnostic(`insert: ${insert.status}`);
+      assert.ok(insert.status === 201 || insert.status === 503, `${insert.status} ${insert.body.slice(0, 200)}`);
+      assert.equal(await exists('w', 'big'), insert.status === 201, `answered ${insert.status}`);
+      // A $batch of three 60 KB inserts.
+      const { body, contentType } = h.batchBody(server, VICTIM.table,
+        [1, 2, 3].map((i) => ({ PartitionKey: 'b', RowKey: `r${i}`, V1: 'z'.repeat(30000), V2: 'z'.repeat(30000) })), { prefer: 'return-content' });
+      const batch = await request(server, { method: 'POST', path: '/$batch', body, headers: { 'Content-Type': contentType } });
+      t.diagnostic(`batch: ${batch.status}`);
+      assert.ok(batch.status === 202 || batch.status === 503, `${batch.status} ${batch.body.slice(0, 200)}`);
+      for (const i of [1, 2, 3]) assert.equal(await exists('b', `r${i}`), batch.status === 202, `row ${i}, batch answered ${batch.status}`);
+      const refused = await metric(server, 'cerulean_response_write_refused_total');
+      assert.equal(refused, (insert.status === 503) + (batch.status === 503));
+    } finally {
+      for (const c of conns) c.destroy();
+    }
+  });
+});
+
+test('one client\'s unread pages leave the response budget to others: their page comes whole, their entity read succeeds', async (t) => {
+  await withServer({}, async (server) => {
+    // The victim's 0.9 MB page and 90 KB entity.
+    await h.createTable(server, 'mine');
+    await h.insertAll(server, 'mine', Array.from({ length: 60 }, (_, i) => ({ PartitionKey: 'm', RowKey: `r${i}`, B: 'v'.repeat(15000) })));
+    let res = await request(server, { method: 'POST', path: '/mine', body: { PartitionKey: 'e', RowKey: 'big', B1: 'v'.repeat(30000), B2: 'v'.repeat(30000), B3: 'v'.repeat(30000) },
+      headers: { Prefer: 'return-no-content' } });
+    assert.equal(res.status, 204, res.body);
+    const page = async () => {
+      const r = await request(server, { path: '/mine()?$filter=PartitionKey%20eq%20%27m%27' });
+      assert.equal(r.status, 200, r.body.slice(0, 200));
+      assert.equal(JSON.parse(r.body).value.length, 60);
+      assert.equal(r.headers['x-ms-continuation-nextpartitionkey'], undefined);
+    };
+    const entity = async () => {
+      const r = await request(server, { path: "/mine(PartitionKey='e',RowKey='big')" });
+      assert.equal(r.status, 200, r.body.slice(0, 200));
+    };
+    const unloaded = { page: await medianMs(5, page), entity: await medianMs(5, entity) };
+    await h.createTable(server, 'bigpages');
+    const sas = h.tableSas(server, 'bigpages', 'r');
+    await h.deleteTable(server, 'bigpages');
+    const before = h.procStatus(server.child.pid, 'VmHWM');
+    const conns = await unreadPages(server, [sas], 4);
+    try {
+      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > 4 * MiB, 20000, 'the attack to hold');
+      const attacked = { page: await medianMs(5, page), entity: await medianMs(5, entity) };
+      t.diagnostic(`unloaded ${JSON.stringify(unloaded)} ms, attacked ${JSON.stringify(attacked)} ms`);
+      assertNear('0.9 MB page', unloaded.page, attacked.page);
+      assertNear('90 KB entity', unloaded.entity, attacked.entity);
+      const growth = h.procStatus(server.child.pid, 'VmHWM') - before;
+      assert.ok(growth <= 96 * MiB, `peak memory grew ${(growth / MiB).toFixed(1)} MiB`);
+    } finally {
+      for (const c of conns) c.destroy();
+    }
+  });
+});
+
+test('64 header-only $batch requests with a read-only SAS hold little of the body budget and are closed', async (t) => {
+  await withServer({}, async (server) => {
+    const sas = h.tableSas(server, VICTIM.table, 'r');
+    const insert = (i) => async () => {
+      const r = await request(server, { method: 'POST', path: `/${VICTIM.table}`,
+        body: { PartitionKey: 'i', RowKey: `r${i()}`, V: 'q'.repeat(1000) }, headers: { Prefer: 'return-no-content' } });
+      assert.equal(r.status, 204, r.body);
+    };
+    let n = 0;
+    const unloaded = await medianMs(5, insert(() => n++));
+    const head = `POST /${server.account}/$batch?${sas} HTTP/1.1\r\nHost: ${server.host}\r\nx-ms-version: 2019-02-02\r\n` +
+      'Content-Type: multipart/mixed; boundary=batch_x\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const conns = [];
+    const started = Date.now();
+    for (let i = 0; i < 64; i++) {
+      const conn = await RawConnection.open(server.host, server.port);
+      conn.write(Buffer.from(head, 'latin1'));
+      conns.push(conn);
+    }
+    try {
+      await waitFor(async () => (await metric(server, 'cerulean_request_body_bytes')) > 0, 5000, 'the bodies to be admitted');
+      const held = await metric(server, 'cerulean_request_body_bytes');
+      assert.ok(held <= 64 * (72 * 1024), `the header-only bodies hold ${held} bytes`);
+      const attacked = await medianMs(5, insert(() => n++));
+      t.diagnostic(`1 KB insert: unloaded ${unloaded.toFixed(1)} ms, attacked ${attacked.toFixed(1)} ms; held ${held} bytes`);
+      assertNear('1 KB insert', unloaded, attacked, 50);
+      // The minimum receive rate closes them well before the 60 s request
+      // timeout.
+      await waitFor(() => conns.every((c) => c.closed), 30000, 'the silent senders to be closed');
+      t.diagnostic(`closed after ${Date.now() - started} ms`);
+      assert.equal(await metric(server, 'cerulean_request_body_bytes'), 0);
+    } finally {
+      for (const c of conns) c.destroy();
+    }
+  });
+});
+
+test('a $batch with a read-only SAS is refused once its body is longer than one retrieve', async () => {
+  await withServer({}, async (server) => {
+    const sas = h.tableSas(server, VICTIM.table, 'r');
+    const { body, contentType } = h.batchBody(server, VICTIM.table,
+      [1, 2].map((i) => ({ PartitionKey: 'b', RowKey: `r${i}`, V1: 'z'.repeat(30000), V2: 'z'.repeat(30000) })));
+    for (const chunked of [false, true]) {
+      const head = `POST /${server.account}/$batch?${sas} HTTP/1.1\r\nHost: ${server.host}\r\nx-ms-version: 2019-02-02\r\n` +
+        `Content-Type: ${contentType}\r\n` + (chunked ? 'Transfer-Encoding: chunked\r\n\r\n' : `Content-Length: ${body.length}\r\n\r\n`);
+      const payload = chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]) : body;
+      const text = await rawExchange(server, Buffer.concat([Buffer.from(head, 'latin1'), payload]));
+      assert.match(text, /^HTTP\/1\.1 403 /, text.slice(0, 300));
+      assert.match(text, /x-ms-error-code: AuthorizationPermissionMismatch/i, text.slice(0, 500));
+    }
+    for (const i of [1, 2]) {
+      const r = await request(server, { path: `/${VICTIM.table}(PartitionKey='b',RowKey='r${i}')` });
+      assert.equal(r.status, 404);
+    }
+  });
+});
+
+test('at the connection cap, connections that do not read their answers are evicted for new ones', async (t) => {
+  await withServer({ args: ['--maxConnections', '40'] }, async (server) => {
+    const explorer = Buffer.from(`GET /_explorer HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`, 'latin1');
+    const flood = Buffer.concat(Array.from({ length: 2000 }, () => explorer));
+    let running = true;
+    const conns = [];
+    // 40 clients that pipeline and never read, reconnecting when closed.
+    const attacker = async () => {
+      while (running) {
+        let conn;
+        try {
+          conn = await RawConnection.open(server.host, server.port);
+        } catch {
+          await sleep(20);
+          continue;
+        }
+        conns.push(conn);
+        conn.sock.pause();
+        conn.write(flood);
+        await new Promise((r) => conn.sock.once('close', r));
+      }
+    };
+    const loops = Array.from({ length: 40 }, attacker);
+    try {
+      await sleep(2000);  // their writes stall (the eviction takes stalled ones only)
+      const health = Buffer.from(`GET /_health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`, 'latin1');
+      let served = 0;
+      const tries = [];
+      for (let i = 0; i < 72; i++) {
+        let ok = false;
+        for (let attempt = 0; attempt < 2 && !ok; attempt++) {
+          try {
+            const conn = await RawConnection.open(server.host, server.port);
+            const answer = await Promise.race([conn.send(health), sleep(5000).then(() => ({ status: 0 }))]);
+            conn.destroy();
+            ok = answer.status === 200;
+          } catch {
+            ok = false;
+          }
+          tries.push(attempt);
+        }
+        if (ok) served++;
+      }
+      t.diagnostic(`${served} of 72 served; retries ${tries.filter((a) => a > 0).length}`);
+      assert.equal(served, 72);
+    } finally {
+      running = false;
+      for (const c of conns) c.destroy();
+      await Promise.race([Promise.all(loops), sleep(2000)]);
+    }
+  });
+});
+
+test('Atom query pages are bounded and budgeted like JSON pages', async (t) => {
+  await withServer({}, async (server) => {
+    const table = 'atompages';
+    await h.createTable(server, table);
+    const props = {};
+    for (let k = 0; k < 15; k++) props[`S${k}`] = 'x'.repeat(30000);
+    await h.insertAll(server, table, Array.from({ length: 100 }, (_, i) => ({ PartitionKey: `p${Math.floor(i / 8)}`, RowKey: `r${i}`, ...props })));
+    const target = `/${server.account}/${table}()?$top=1000`;
+    const atom = () => {
+      const date = new Date().toUTCString();
+      return Buffer.from(`GET ${target} HTTP/1.1\r\nHost: ${server.host}\r\nx-ms-version: 2013-08-15\r\nx-ms-date: ${date}\r\n` +
+        `Accept: application/atom+xml\r\nAuthorization: ${sign(server, { method: 'GET', target, date })}\r\n\r\n`, 'latin1');
+    };
+    const before = h.procStatus(server.child.pid, 'VmHWM');
+    const conns = await Promise.all(Array.from({ length: 4 }, () => RawConnection.open(server.host, server.port)));
+    try {
+      const answers = await Promise.all(conns.map((c) => c.send(atom(), { keepBody: true })));
+      const growth = h.procStatus(server.child.pid, 'VmHWM') - before;
+      const statuses = answers.map((a) => a.status);
+      t.diagnostic(`statuses ${statuses}; lengths ${answers.map((a) => a.length)}; peak memory +${(growth / MiB).toFixed(1)} MiB`);
+      // The table is 45 MB: each page ends early, with a continuation.
+      const pages = answers.filter((a) => a.status === 200);
+      assert.ok(pages.length >= 1, `statuses ${statuses}`);
+      for (const a of answers) assert.ok(a.status === 200 || a.status === 503, `${a.status} ${a.body.slice(0, 200)}`);
+      for (const a of pages) {
+        assert.match(a.head, /x-ms-continuation-NextPartitionKey/i);
+        assert.ok(a.body.endsWith('</feed>'), a.body.slice(-100));
+      }
+      assert.ok(growth <= 128 * MiB, `peak memory grew ${(growth / MiB).toFixed(1)} MiB`);
+    } finally {
+      for (const c of conns) c.destroy();
+    }
   });
 });
