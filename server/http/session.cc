@@ -515,6 +515,7 @@ void HttpSession<Derived>::ContinueBody() {
           std::chrono::milliseconds(due * 1000 / kMinBodyBytesPerSecond),
       g_limits.request_timeout);
   beast::get_lowest_layer(derived().stream()).expires_at(body_clock_ + allowed);
+  body_deadline_ = true;
   http::async_read_some(
       derived().stream(), buffer_, *parser_,
       beast::bind_front_handler(&HttpSession::OnBody, derived().shared_from_this()));
@@ -537,6 +538,12 @@ void HttpSession<Derived>::BodyRead(beast::error_code ec) {
     return Fail(ec, "read");
   }
   body_unread_ = false;
+  // The body's deadline does not bound the operation and its answer: they
+  // get the request timeout from here.
+  if (body_deadline_) {
+    body_deadline_ = false;
+    beast::get_lowest_layer(derived().stream()).expires_after(g_limits.request_timeout);
+  }
   large_bodies_ = parser_->get().body().size() > kReadBufferBytes;
   Carry(ServeBody(ctx_, held_, &HttpSession::Defer, this));
 }

@@ -251,18 +251,19 @@ class HttpSession : public Connection {
   // The request being read and answered: its message lives in the parser
   // until the next request begins.
   std::optional<RequestParser> parser_;
-  HeldRequest held_;                 // prepared from its head, while its body is read
-  bool body_unread_ = false;         // the head announced a body not read (yet)
-  bool discard_body_ = false;        // after this answer, drop the body and keep alive
-  bool continue_sent_ = false;       // 100 Continue was sent for this request
-  size_t body_reserved_ = 0;         // taken from ctx_.body_budget for this body
-  size_t body_limit_ = 0;            // the most this body may hold
-  bool body_capped_ = false;         // body_limit_ is the request's own (Served::body_limit)
-  bool body_begun_ = false;          // room was taken and the body is being read
+  HeldRequest held_;            // prepared from its head, while its body is read
+  bool body_unread_ = false;    // the head announced a body not read (yet)
+  bool discard_body_ = false;   // after this answer, drop the body and keep alive
+  bool continue_sent_ = false;  // 100 Continue was sent for this request
+  size_t body_reserved_ = 0;    // taken from ctx_.body_budget for this body
+  size_t body_limit_ = 0;       // the most this body may hold
+  bool body_capped_ = false;    // body_limit_ is the request's own (Served::body_limit)
+  bool body_begun_ = false;     // room was taken and the body is being read
   // The minimum rate's start: when the body began, moved on by the time it
   // waited for the budget.
   std::chrono::steady_clock::time_point body_clock_;
   std::chrono::steady_clock::time_point budget_wait_started_;
+  bool body_deadline_ = false;       // the stream's deadline is the body's minimum rate
   std::uint64_t budget_ticket_ = 0;  // waiting for the budget (BodyBudget::Enqueue)
   std::optional<boost::asio::steady_timer> budget_timer_;
   std::string wire_;  // the response's bytes while they are written

@@ -54,10 +54,10 @@ size_t ResponseBudget::client_held(const std::string& client) const {
   return it == clients_.end() ? 0 : it->second;
 }
 
-void ResponseHold::SetClient(std::string client) {
+void ResponseHold::SetClient(std::string_view client) {
   if (client == client_) return;
   Clear();
-  client_ = std::move(client);
+  client_.assign(client);
 }
 
 bool ResponseHold::GrowTo(size_t bytes, size_t ahead) {

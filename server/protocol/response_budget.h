@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "server/protocol/request.h"
@@ -105,7 +106,7 @@ class ResponseHold {
 
   // The client whose share the hold counts against from now on (empty: the
   // connection's share only). Gives back what it holds first.
-  void SetClient(std::string client);
+  void SetClient(std::string_view client);
   // Holds at least `bytes` if the budget and the shares allow, taking
   // `ahead` more than needed when it takes; true iff it then holds `bytes`.
   bool GrowTo(size_t bytes, size_t ahead);

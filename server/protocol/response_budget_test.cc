@@ -54,7 +54,8 @@ TEST_CASE("ResponseHold: one connection, and one client's connections, hold a sh
   CHECK(budget.in_use() == 50);
 }
 
-TEST_CASE("ResponseHold: a write's reservation is taken before it commits; its answer always fits") {
+TEST_CASE(
+    "ResponseHold: a write's reservation is taken before it commits; its answer always fits") {
   ResponseBudget budget(100, 1);
   ResponseHold hold(&budget), other(&budget);
   CHECK(other.SetTo(80));
