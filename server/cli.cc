@@ -67,6 +67,8 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
       "seconds an idle connection has to begin its next request before it is closed")(
       "requestTimeout", po::value(&out->request_timeout_s)->default_value(out->request_timeout_s),
       "seconds a connection has to send the rest of a request once its request line arrived")(
+      "startupCheck", po::bool_switch(&out->startup_check),
+      "check the --location database file before serving; refuse to start if it is damaged")(
       "seed", po::value(&out->seed_dir),
       "import every *.jsonl file of DIR at start-up (table = file name)")(
       "account", po::value(&out->account),

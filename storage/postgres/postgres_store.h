@@ -91,7 +91,7 @@ struct PostgresStoreStats {
   uint64_t lost_commits_committed = 0;
   uint64_t lost_commits_aborted = 0;
   uint64_t lost_commits_unknown = 0;
-  bool reachable = false;         // the prober's last verdict (Healthy())
+  bool reachable = false;  // the prober's last verdict (Healthy())
 };
 
 class PostgresStore final : public Store {
