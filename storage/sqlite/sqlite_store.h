@@ -216,6 +216,10 @@ class SqliteStore final : public Store {
   // problems SQLite lists (at most 100) otherwise; an error if the file
   // cannot be read (absent, in use by a server, not a database).
   static Status CheckFile(const std::string& path, std::vector<std::string>* problems);
+  // Called by SqlStatus (sqlite_internal.h) for SQLITE_CORRUPT or
+  // SQLITE_NOTADB on `db`: marks the store that has `db`'s database file
+  // open as damaged (logged once); nothing if none has.
+  static void NoteDamage(sqlite3* db, const std::string& what);
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
   std::optional<uint64_t> WriteEpoch() const override;
   // The memory held by the snapshot machinery (server/README.md, "Memory
@@ -500,20 +504,14 @@ class SqliteStore final : public Store {
   bool sync_pipeline_ = false;           // set by Init
   sqlite3_file* wal_file_ = nullptr;     // the writer's WAL file, set by Init
   std::atomic<bool> wal_synced_{false};  // a SyncWal has succeeded
+  // kCorruption iff the file was found damaged (writes are then refused).
+  Status Damaged() const;
   // The database file, as SQLite names it, while the store is registered
   // for damage reports (NoteDamage); empty in memory.
   std::string damage_file_;
   std::atomic<bool> damaged_{false};
   mutable std::mutex damage_mu_;
   std::string damage_;  // guarded by damage_mu_: the first report
- public:
-  // Called by SqlStatus for SQLITE_CORRUPT / SQLITE_NOTADB on `db`: marks
-  // the store whose database file `db` has open as damaged (logged once).
-  static void NoteDamage(sqlite3* db, const std::string& what);
-
- private:
-  // kCorruption iff the file was found damaged (writes are then refused).
-  Status Damaged() const;
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_
