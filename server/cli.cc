@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "       cerulean import [--file F]               load JSON Lines\n"
     "       cerulean reset                           delete all tables of the account\n"
     "       cerulean snapshot save|restore|delete NAME | list\n"
-    "                                                snapshots of the account, offline\n\n"
+    "                                                snapshots of the account, offline\n"
+    "       cerulean check                           check the database file for damage\n\n"
     "Options (compatible with azurite-table)";
 
 // ParseCli, with the options described into `desc`.
