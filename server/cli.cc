@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "       cerulean import [--file F]               load JSON Lines\n"
     "       cerulean reset                           delete all tables of the account\n"
     "       cerulean snapshot save|restore|delete NAME | list\n"
-    "                                                snapshots of the account, offline\n\n"
+    "                                                snapshots of the account, offline\n"
+    "       cerulean check                           check the database file for damage\n\n"
     "Options (compatible with azurite-table)";
 
 // ParseCli, with the options described into `desc`.
@@ -67,6 +68,8 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
       "seconds an idle connection has to begin its next request before it is closed")(
       "requestTimeout", po::value(&out->request_timeout_s)->default_value(out->request_timeout_s),
       "seconds a connection has to send the rest of a request once its request line arrived")(
+      "startupCheck", po::bool_switch(&out->startup_check),
+      "check the --location database file before serving; refuse to start if it is damaged")(
       "seed", po::value(&out->seed_dir),
       "import every *.jsonl file of DIR at start-up (table = file name)")(
       "account", po::value(&out->account),

@@ -22,6 +22,7 @@ struct CliOptions {
   bool json_log = false;
   std::string debug_file;
   std::string seed_dir;
+  bool startup_check = false;  // --startupCheck: PRAGMA quick_check before serving
   // HTTPS (azurite: --cert with --key for PEM, or with --pwd for .pfx).
   std::string cert;
   std::string key;

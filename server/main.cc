@@ -93,6 +93,11 @@ void RunGuarded(boost::asio::io_context& ioc) {
   }
 }
 
+// The SQLite store's database file under --location.
+std::string SqlitePath(const server::CliOptions& cli) {
+  return (std::filesystem::path(cli.location) / "cerulean.sqlite").string();
+}
+
 storage::Result<std::unique_ptr<storage::Store>> OpenStore(const server::CliOptions& cli) {
   if (!cli.database.empty()) {
     storage::PostgresStoreOptions pg_options;
@@ -111,8 +116,14 @@ storage::Result<std::unique_ptr<storage::Store>> OpenStore(const server::CliOpti
   if (cli.in_memory) {
     store_options.in_memory = true;
   } else {
-    store_options.path = (std::filesystem::path(cli.location) / "cerulean.sqlite").string();
+    store_options.path = SqlitePath(cli);
   }
+  store_options.check_at_open = cli.startup_check;
+  // A damaged database file: one line on stderr, with the time (UTC).
+  store_options.log = [](const std::string& line) {
+    std::fprintf(stderr, "%s cerulean: %s\n", storage::FormatDateTime(storage::NowTicks()).c_str(),
+                 line.c_str());
+  };
   // Each I/O thread answers point reads itself: that many can run at once.
   store_options.point_reader_count = UsableCpus();
   auto sqlite = storage::SqliteStore::Open(store_options);
@@ -230,9 +241,31 @@ int RunSnapshotTool(storage::Store& store, const std::string& account,
   return 0;
 }
 
+// cerulean check [--location DIR]: the SQLite store's file, checked without
+// changing it (PRAGMA integrity_check). 0 iff it is sound; else the problems
+// on stdout, or why it could not be checked on stderr, and 1.
+int RunCheck(const server::CliOptions& cli) {
+  if (!cli.database.empty() || cli.in_memory) {
+    std::fprintf(stderr, "cerulean check: checks the database file under --location\n");
+    return 2;
+  }
+  const std::string path = SqlitePath(cli);
+  std::vector<std::string> problems;
+  storage::Status s = storage::SqliteStore::CheckFile(path, &problems);
+  if (!s.ok()) {
+    std::fprintf(stderr, "cerulean check: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  for (const auto& problem : problems) std::printf("%s: %s\n", path.c_str(), problem.c_str());
+  if (!problems.empty()) return 1;
+  std::printf("%s: ok\n", path.c_str());
+  return 0;
+}
+
 // cerulean export|import|reset [--location DIR] [--account A] [--table T] [--file F]
 int RunTool(const std::string& command, const server::CliOptions& cli,
             const std::vector<std::string>& args) {
+  if (command == "check") return RunCheck(cli);
   if (command == "snapshot") {
     if (std::string err = CheckSnapshotArgs(args); !err.empty()) {
       std::fprintf(stderr, "cerulean snapshot: %s\n", err.c_str());
@@ -457,7 +490,7 @@ int main(int argc, char** argv) {
   server::CliOptions cli;
   std::string command;
   if (argc > 1 && (std::string_view(argv[1]) == "export" || std::string_view(argv[1]) == "import" ||
-                   std::string_view(argv[1]) == "reset")) {
+                   std::string_view(argv[1]) == "reset" || std::string_view(argv[1]) == "check")) {
     command = argv[1];
     --argc;
     ++argv;

@@ -40,6 +40,9 @@ std::string Status::ToString() const {
     case StatusCode::kTooManyProperties:
       name = "TooManyProperties";
       break;
+    case StatusCode::kOutcomeUnknown:
+      name = "OutcomeUnknown";
+      break;
   }
   return message_.empty() ? std::string(name) : std::string(name) + ": " + message_;
 }

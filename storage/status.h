@@ -25,11 +25,12 @@ enum class StatusCode {
   kBusy,                // storage temporarily unusable
   kNotSupported,        // this backend does not offer the operation
   kTooManyProperties,   // a write leaves an entity over kMaxCustomProperties
+  kOutcomeUnknown,      // a write that may or may not have taken effect
 };
 
 // The last StatusCode: a new code goes after it and this moves to it, so
 // that tests can walk every code.
-inline constexpr StatusCode kLastStatusCode = StatusCode::kTooManyProperties;
+inline constexpr StatusCode kLastStatusCode = StatusCode::kOutcomeUnknown;
 
 class [[nodiscard]] Status {
  public:
@@ -59,6 +60,12 @@ class [[nodiscard]] Status {
   }
   static Status TooManyProperties(std::string msg = {}) {
     return {StatusCode::kTooManyProperties, std::move(msg)};
+  }
+  // The store lost sight of a write after sending it (a deadline passed, the
+  // connection broke) and could not learn whether it took effect: unlike
+  // kBusy, it may have.
+  static Status OutcomeUnknown(std::string msg) {
+    return {StatusCode::kOutcomeUnknown, std::move(msg)};
   }
 
   bool ok() const { return code_ == StatusCode::kOk; }

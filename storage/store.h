@@ -277,6 +277,9 @@ class Store {
   // a store that learns its health by asking another process keeps the
   // verdict up to date in the background.
   virtual bool Healthy() = 0;
+  // Why Healthy() is false, in one line, where the store can say; empty
+  // otherwise. Never blocks, like Healthy().
+  virtual std::string HealthProblem() { return {}; }
 
   // Optional hint: true iff every read waits on another process (a
   // database server's round trip) rather than on local memory or files, so

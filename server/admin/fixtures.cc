@@ -5,6 +5,7 @@
 
 #include "server/formats/ascii.h"
 #include "server/formats/entity_json.h"
+#include "server/formats/entity_rules.h"
 #include "server/formats/escape.h"
 
 namespace cerulean::server {
@@ -53,6 +54,9 @@ storage::Status ExportTables(storage::Store& store, const std::string& account,
 
 namespace {
 
+// Objects and arrays a line may nest: the line's object and its entity.
+constexpr int kMaxFixtureDepth = 2;
+
 // Pending upserts of one table and partition.
 struct PendingBatch {
   std::string table;
@@ -83,12 +87,31 @@ storage::Status ImportJsonLines(storage::Store& store, const std::string& accoun
     auto fail = [&](const std::string& why) {
       return storage::Status::InvalidArgument("line " + std::to_string(line_no) + ": " + why);
     };
-    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    // A line holds an object holding a flat entity object: anything nested
+    // deeper is refused while it is parsed (nlohmann's parser is iterative,
+    // but a deep tree would be walked recursively afterwards).
+    bool too_deep = false;
+    auto limit_depth = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+      const bool opens = event == nlohmann::json::parse_event_t::object_start ||
+                         event == nlohmann::json::parse_event_t::array_start;
+      if (opens && depth >= kMaxFixtureDepth) too_deep = true;
+      return !too_deep;
+    };
+    nlohmann::json doc = nlohmann::json::parse(line, limit_depth, false);
+    if (too_deep) {
+      return fail("nested deeper than " + std::to_string(kMaxFixtureDepth) +
+                  " levels (an entity's properties are plain values)");
+    }
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("table") ||
         !doc["table"].is_string()) {
       return fail("expected {\"table\":...,\"entity\":{...}}");
     }
     std::string table = doc["table"].get<std::string>();
+    if (auto err = ValidateTableName(table)) {
+      return fail("table name \"" + table.substr(0, 80) + (table.size() > 80 ? "...\"" : "\"") +
+                  ": " + std::string(Describe(err->error).code) + ": " +
+                  std::string(err->Message()));
+    }
     if (!known_tables.count(ToLower(table))) {
       storage::Status s = store.CreateTable(account, table);
       if (!s.ok() && s.code() != storage::StatusCode::kTableAlreadyExists) return s;

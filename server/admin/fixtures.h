@@ -22,7 +22,8 @@ storage::Status ExportTables(storage::Store& store, const std::string& account,
 
 // Reads JSON Lines written by ExportTables, creating missing tables and
 // upserting entities (in batches per partition). Timestamps are new.
-// Errors name the line.
+// Errors name the line: a table name Create Table would refuse, a line
+// nested deeper than its object and entity, an entity Insert would refuse.
 storage::Status ImportJsonLines(storage::Store& store, const std::string& account, std::istream& in,
                                 size_t* count);
 

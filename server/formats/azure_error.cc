@@ -193,6 +193,9 @@ ErrorReply FromStatus(const storage::Status& status, Addressed addressed) {
       return AzureError::kServerBusy;
     case StatusCode::kNotSupported:
       return ErrorReply(AzureError::kNotImplemented, status.message());
+    case StatusCode::kOutcomeUnknown:
+      // Azure's answer for an operation that may or may not have succeeded.
+      return AzureError::kOperationTimedOut;
     case StatusCode::kOk:  // not an error: a caller's bug
     case StatusCode::kIOError:
     case StatusCode::kCorruption:

@@ -51,6 +51,8 @@ Status Make(StatusCode code) {
       return Status::NotSupported("detail");
     case StatusCode::kTooManyProperties:
       return Status::TooManyProperties("detail");
+    case StatusCode::kOutcomeUnknown:
+      return Status::OutcomeUnknown("detail");
   }
   return Status::Ok();
 }
@@ -77,6 +79,8 @@ const std::vector<Mapping> kMappings = {
     {StatusCode::kCorruption, Addressed::kData, 500, "InternalError",
      "Server encountered an internal error. Please try again after some time."},
     {StatusCode::kBusy, Addressed::kData, 503, "ServerBusy", "The server is busy."},
+    {StatusCode::kOutcomeUnknown, Addressed::kData, 500, "OperationTimedOut",
+     "The operation could not be completed within the permitted time."},
     {StatusCode::kNotSupported, Addressed::kData, 501, "NotImplemented", "detail"},
     {StatusCode::kTooManyProperties, Addressed::kData, 400, "TooManyProperties",
      "The entity contains more properties than allowed. Each entity can include up to 252 "

@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "server/formats/ascii.h"
 #include "storage/edm_text.h"
 
 namespace cerulean::server {
@@ -197,6 +198,20 @@ bool IsSelected(const std::vector<std::string>* select, std::string_view name) {
     if (s == name) return true;
   }
   return false;
+}
+
+std::optional<ErrorReply> ValidateTableName(std::string_view name) {
+  if (IEquals(name, "tables")) return ErrorReply(AzureError::kInvalidInput);
+  bool chars_ok =
+      !name.empty() && ((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z'));
+  for (char c : name) {
+    chars_ok &= (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  }
+  if (!chars_ok) return ErrorReply(AzureError::kInvalidResourceName);
+  if (name.size() < 3 || name.size() > 63)
+    return ErrorReply(AzureError::kOutOfRangeInput,
+                      "The specified resource name length is not within the permissible limits.");
+  return std::nullopt;
 }
 
 }  // namespace cerulean::server

@@ -1,4 +1,4 @@
-// Azure's rules for entities, whatever the body format (errors-limits.md §4,
+// Azure's rules for table names and entities, whatever the body format (errors-limits.md §4,
 // payload.md §2.3): property names, key characters, value and entity sizes,
 // the 252-property limit, the EDM types a body may name, and which
 // properties of a body are stored. The JSON and Atom codecs
@@ -32,6 +32,10 @@ std::optional<ErrorReply> ValidateDateTimeRange(std::string_view name, int64_t t
 // (UTF-16 units), OutOfRangeInput naming key `name` for a character keys may
 // not hold ('/', '\', '#', '?', controls).
 std::optional<ErrorReply> ValidateBodyKey(std::string_view name, std::string_view value);
+// Validates a table name as Create Table does: InvalidInput for "Tables",
+// InvalidResourceName unless alphanumeric starting with a letter,
+// OutOfRangeInput outside 3..63 characters.
+std::optional<ErrorReply> ValidateTableName(std::string_view name);
 // Validates an entity's property count (TooManyProperties beyond 252) and
 // size (EntityTooLarge beyond 1 MiB as Azure counts it).
 std::optional<ErrorReply> ValidateEntityLimits(const storage::Entity& entity);

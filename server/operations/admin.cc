@@ -5,6 +5,7 @@
 #include "server/admin/explorer.h"
 #include "server/admin/faults.h"
 #include "server/admin/metrics.h"
+#include "server/formats/escape.h"
 #include "server/formats/url.h"
 #include "server/operations/test_double.h"
 #include "server/protocol/body_budget.h"
@@ -66,7 +67,16 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     HttpResponse res =
         MakeResponse(req, healthy ? http::status::ok : http::status::service_unavailable);
     res.set(http::field::content_type, "application/json");
-    res.body() = healthy ? R"({"status":"ok"})" : R"({"status":"unavailable"})";
+    if (healthy) {
+      res.body() = R"({"status":"ok"})";
+    } else {
+      res.body() = R"({"status":"unavailable")";
+      if (std::string why = ctx.store->HealthProblem(); !why.empty()) {
+        res.body() += R"(,"reason":)";
+        AppendJsonString(&res.body(), why);
+      }
+      res.body() += "}";
+    }
     return res;
   }
   if (path == "/_metrics" && req.http.method() == http::verb::get) {

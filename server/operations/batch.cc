@@ -197,12 +197,13 @@ HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubRes
 }
 
 // True iff `s` says the store could not be used (kBusy: a database that does
-// not answer; an I/O error): the whole request's failure, as Azure's 503
-// ServerBusy is, so that a client's retry policy sends the batch again. No
-// operation caused it.
+// not answer; an I/O error) or lost sight of the change set's commit
+// (kOutcomeUnknown): the whole request's failure, as Azure's 503 ServerBusy
+// and 500 OperationTimedOut are. No operation caused it.
 bool StoreUnusable(const storage::Status& s) {
   return s.code() == storage::StatusCode::kIOError ||
-         s.code() == storage::StatusCode::kCorruption || s.code() == storage::StatusCode::kBusy;
+         s.code() == storage::StatusCode::kCorruption || s.code() == storage::StatusCode::kBusy ||
+         s.code() == storage::StatusCode::kOutcomeUnknown;
 }
 
 // The answer to a single retrieve that failed with `error` (no index

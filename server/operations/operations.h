@@ -70,9 +70,6 @@ HttpResponse GetServiceProperties(const ServerContext& ctx, Request& req);
 HttpResponse SetServiceProperties(const ServerContext& ctx, Request& req);
 HttpResponse GetServiceStats(const ServerContext& ctx, Request& req);
 
-// Validates a table name for Create Table.
-std::optional<ErrorReply> ValidateTableName(std::string_view name);
-
 // Builds the storage write of an entity operation from its parts (shared by
 // single requests and batches). `body` is ignored for deletes; it is an Atom
 // entry iff `atom_body`, else JSON. `if_match` is nullopt when the header is

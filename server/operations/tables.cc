@@ -2,6 +2,7 @@
 // the table ACL.
 #include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
+#include "server/formats/entity_rules.h"
 #include "server/formats/escape.h"
 #include "server/operations/operations.h"
 #include "server/protocol/document_cache.h"
@@ -60,20 +61,6 @@ std::string TableFeedAtom(const Request& req, const std::vector<std::string>& na
 }
 
 }  // namespace
-
-std::optional<ErrorReply> ValidateTableName(std::string_view name) {
-  if (IEquals(name, "tables")) return ErrorReply(AzureError::kInvalidInput);
-  bool chars_ok =
-      !name.empty() && ((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z'));
-  for (char c : name) {
-    chars_ok &= (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  }
-  if (!chars_ok) return ErrorReply(AzureError::kInvalidResourceName);
-  if (name.size() < 3 || name.size() > 63)
-    return ErrorReply(AzureError::kOutOfRangeInput,
-                      "The specified resource name length is not within the permissible limits.");
-  return std::nullopt;
-}
 
 HttpResponse QueryTables(const ServerContext& ctx, Request& req) {
   QueryOptions opts;

@@ -399,6 +399,39 @@ TEST_CASE("postgres: a statement that gets no answer in time ends with kBusy; th
   CHECK_MESSAGE(log.Count("unreachable") == 0, log.All());
 }
 
+TEST_CASE("postgres: a write whose COMMIT gets no answer in time is cancelled: kBusy, not done") {
+  LogLines log;
+  if (test::PgTestUrl() == nullptr) return;
+  PostgresStoreOptions options = FastOptions(test::PgTestUrl(), &log);
+  test::PgTestStore store = OpenWith(options);
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  ApplyResult written;
+  REQUIRE(store->Apply("acct", "t", {Insert("p", "r")}, &written, nullptr).ok());
+  // SHARE on the entities table lets a write read and lock its rows but
+  // holds its INSERT or UPDATE: the round trip holding the COMMIT waits.
+  std::unique_ptr<PgConnection> other;
+  REQUIRE(PgConnection::Open(test::PgTestUrl(), options.schema, &other).ok());
+  REQUIRE(other->Command("BEGIN").ok());
+  REQUIRE(other->Command("LOCK TABLE cerulean_entities IN SHARE MODE").ok());
+  const WriteOp update =
+      test::Op(WriteKind::kUpdate, "p", "r", {{"n", Value::Int32(1)}}, written.timestamps[0]);
+  CHECK(store->Apply("acct", "t", {Insert("p", "new")}, nullptr, nullptr).code() ==
+        StatusCode::kBusy);
+  CHECK(store->Apply("acct", "t", {update}, nullptr, nullptr).code() == StatusCode::kBusy);
+  REQUIRE(other->Command("COMMIT").ok());
+  // Cancelled before the lock came free: neither took effect, and a retry
+  // finds things as they were.
+  CHECK(store->GetEntity("acct", "t", "p", "new").status().code() == StatusCode::kNotFound);
+  auto row = store->GetEntity("acct", "t", "p", "r");
+  REQUIRE(row.ok());
+  CHECK(row->timestamp == written.timestamps[0]);
+  CHECK(store->Apply("acct", "t", {update}, nullptr, nullptr).ok());
+  const PostgresStoreStats stats = store->GetStats();
+  CHECK(stats.lost_commits_aborted == 2);
+  CHECK(stats.lost_commits_committed == 0);
+  CHECK(stats.lost_commits_unknown == 0);
+}
+
 TEST_CASE("postgres: the URL's own libpq settings win over the store's defaults") {
   if (test::PgTestUrl() == nullptr) return;
   const std::string url = test::PgTestUrl();

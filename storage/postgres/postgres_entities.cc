@@ -1,6 +1,8 @@
 // PostgresStore: entity reads (point reads, key-range scans) and writes
 // (Apply). See postgres_store.h.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "storage/codec.h"
@@ -81,6 +83,9 @@ constexpr std::string_view kUpdateEntitySql =
 // pipeline before its COMMIT.
 constexpr std::string_view kInsertEntitySql =
     "INSERT INTO cerulean_entities(table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5)";
+
+// How often ResolveLostCommit asks whether a transaction still runs.
+constexpr std::chrono::milliseconds kLostCommitPoll{20};
 
 // Rows of one multi-row INSERT at most.
 constexpr size_t kMaxInsertRows = 100;
@@ -294,11 +299,21 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
   };
   add("BEGIN");
   add(kLockTableSql).Text(account).Text(lower);
+  // The transaction's id and backend, by which a commit that gets no answer
+  // is looked after (ResolveLostCommit).
+  const bool track = txid_status_.load(std::memory_order_relaxed);
+  if (track) add("SELECT txid_current(), pg_backend_pid()::int8");
   if (id >= 0) add_reads();
   Status s = c->Pipeline(stmts, &results, nullptr, &sqlstate);
   if (!s.ok()) return db_error(s);
   if (results[1].rows() == 0) return refuse(0, Status::TableNotFound(table));
-  size_t next_read = 2;
+  size_t next_read = track ? 3 : 2;
+  SentCommit sent;
+  if (track && results[2].rows() == 1) {
+    sent.xid = results[2].Int64(0, 0);
+    sent.pid = results[2].Int64(0, 1);
+  }
+  sent.host_port = c->HostPort();
   if (const int64_t actual = results[1].Int64(0, 0); actual != id) {
     c->SetMemo(memo_key, actual);
     id = actual;
@@ -416,10 +431,83 @@ Status PostgresStore::ApplyOnce(PgConnection* c, const std::string& account,
       }
       return refuse(op, Status::Busy("concurrent insert"));
     }
-    return db_error(s);
+    // Known not done: the connection still answers (the database reported
+    // the failure, the COMMIT's included), or the database refused a write
+    // before the COMMIT, which it then skipped.
+    const bool refused = !c->Broken() || (failed + 1 < stmts.size() && !sqlstate.empty());
+    if (!refused) {
+      // The COMMIT was sent and no answer came: it may have taken effect.
+      switch (ResolveLostCommit(sent)) {
+        case CommitOutcome::kCommitted:
+          s = Status::Ok();
+          break;
+        case CommitOutcome::kAborted:
+          s = Status::Busy(s.message() + "; the transaction was rolled back");
+          break;
+        case CommitOutcome::kUnknown:
+          s = Status::OutcomeUnknown(s.message() + "; whether it committed is not known");
+          break;
+      }
+    }
+    if (!s.ok()) return db_error(s);
   }
   if (result != nullptr) result->timestamps = std::move(timestamps);
   return Status::Ok();
+}
+
+PostgresStore::CommitOutcome PostgresStore::ResolveLostCommit(const SentCommit& sent) {
+  const CommitOutcome outcome = [&] {
+    if (sent.xid < 0) return CommitOutcome::kUnknown;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + options_.outcome_timeout;
+    std::unique_ptr<PgConnection> c;
+    Status s = pool_.OpenUnpooled("", options_.outcome_timeout, &c);
+    // Another host (a promoted standby) cannot speak for this transaction.
+    if (!s.ok() || c->HostPort() != sent.host_port) return CommitOutcome::kUnknown;
+    // Signals the backend only while it still runs this transaction (a pid
+    // may be reused); backend_xid is the id without its epoch.
+    auto signal_backend = [&](std::string_view function) {
+      const std::string sql = std::string("SELECT ") + std::string(function) +
+                              "(pid) FROM pg_stat_activity WHERE pid = $1 AND "
+                              "backend_xid::text::int8 = $2";
+      return c->Exec(sql, PgParams().Int64(sent.pid).Int64(sent.xid & 0xffffffff));
+    };
+    // A statement waiting for a lock or for a synchronous standby's
+    // acknowledgement ends: the transaction aborts, or (waiting for the
+    // standby) stays committed locally.
+    s = signal_backend("pg_cancel_backend");
+    bool terminated = false;
+    while (s.ok()) {
+      PgResult r;
+      s = c->Exec("SELECT txid_status($1)", PgParams().Int64(sent.xid), &r);
+      if (!s.ok() || r.rows() != 1 || r.IsNull(0, 0)) break;
+      const std::string_view status = r.View(0, 0);
+      if (status == "committed") return CommitOutcome::kCommitted;
+      if (status == "aborted") return CommitOutcome::kAborted;
+      // In progress: the backend has not acted on the cancel yet (or is in
+      // a step that defers it). Past half the time it is terminated.
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      if (!terminated && now >= start + options_.outcome_timeout / 2) {
+        terminated = true;
+        s = signal_backend("pg_terminate_backend");
+      }
+      std::this_thread::sleep_for(kLostCommitPoll);
+    }
+    return CommitOutcome::kUnknown;
+  }();
+  switch (outcome) {
+    case CommitOutcome::kCommitted:
+      lost_committed_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case CommitOutcome::kAborted:
+      lost_aborted_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case CommitOutcome::kUnknown:
+      lost_unknown_.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+  return outcome;
 }
 
 Status PostgresStore::Apply(const std::string& account, const std::string& table,

@@ -57,8 +57,32 @@ Status PostgresStore::Transaction(PgDeadline deadline, Body&& body) {
     if (!c.status().ok()) return c.status();
     std::string sqlstate;
     Status s = c->Command("BEGIN");
+    // The transaction's id and backend, by which a COMMIT that gets no
+    // answer is looked after (ResolveLostCommit).
+    SentCommit sent;
+    if (s.ok() && txid_status_.load(std::memory_order_relaxed)) {
+      PgResult r;
+      s = c->Exec("SELECT txid_current(), pg_backend_pid()::int8", PgParams(), &r, &sqlstate);
+      if (s.ok() && r.rows() == 1) {
+        sent.xid = r.Int64(0, 0);
+        sent.pid = r.Int64(0, 1);
+      }
+      sent.host_port = c->HostPort();
+    }
     if (s.ok()) s = body(c.get(), &sqlstate);
-    if (s.ok()) s = c->Command("COMMIT", &sqlstate);
+    if (s.ok()) {
+      s = c->Command("COMMIT", &sqlstate);
+      if (!s.ok() && c->Broken()) {
+        switch (ResolveLostCommit(sent)) {
+          case CommitOutcome::kCommitted:
+            return Status::Ok();
+          case CommitOutcome::kAborted:
+            return Status::Busy(s.message() + "; the transaction was rolled back");
+          case CommitOutcome::kUnknown:
+            return Status::OutcomeUnknown(s.message() + "; whether it committed is not known");
+        }
+      }
+    }
     if (s.ok()) return s;
     c->RollbackIfActive();
     if (!PgRetryable(sqlstate) || attempt >= options_.max_retries) return s;

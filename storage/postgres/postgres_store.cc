@@ -187,6 +187,11 @@ Status PostgresStore::Init(std::string* host) {
     // CockroachDB has no advisory locks.
     advisory_locks_ = options_.advisory_locks && version.rows() == 1 &&
                       version.View(0, 0).find("CockroachDB") == std::string_view::npos;
+    // A write whose commit got no answer is looked up by its transaction id
+    // (ResolveLostCommit); a database without these functions gets
+    // kOutcomeUnknown then.
+    txid_status_ = c->Exec("SELECT txid_status(txid_current())", PgParams()).ok();
+    if (c->Broken()) return Status::Busy("database unavailable: it stopped answering");
     s = c->Command("BEGIN");
     if (s.ok() && advisory_locks_) {
       // Nodes starting together would otherwise race on CREATE ... IF NOT
@@ -674,6 +679,9 @@ PostgresStoreStats PostgresStore::GetStats() const {
   stats.operations = operations_.load(std::memory_order_relaxed);
   stats.operation_micros = operation_micros_.load(std::memory_order_relaxed);
   stats.retries = retries_.load(std::memory_order_relaxed);
+  stats.lost_commits_committed = lost_committed_.load(std::memory_order_relaxed);
+  stats.lost_commits_aborted = lost_aborted_.load(std::memory_order_relaxed);
+  stats.lost_commits_unknown = lost_unknown_.load(std::memory_order_relaxed);
   stats.reachable = healthy_.load(std::memory_order_acquire);
   return stats;
 }
@@ -690,6 +698,16 @@ std::vector<StoreGauge> PostgresStore::Gauges() const {
        st.operation_micros},
       {"pg_retries", "Transactions run again (serialization failure, deadlock, a racing insert).",
        true, st.retries},
+      {"pg_lost_commits_committed",
+       "Writes whose commit got no answer in time and had committed: answered as done.", true,
+       st.lost_commits_committed},
+      {"pg_lost_commits_aborted",
+       "Writes whose commit got no answer in time and were cancelled: answered 503 ServerBusy.",
+       true, st.lost_commits_aborted},
+      {"pg_lost_commits_unknown",
+       "Writes whose commit got no answer in time and whose outcome could not be learnt: "
+       "answered 500 OperationTimedOut.",
+       true, st.lost_commits_unknown},
       {"pg_reachable", "1 while the database answers the prober, else 0 (/_health).", false,
        st.reachable ? 1u : 0u},
   };

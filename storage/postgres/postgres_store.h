@@ -58,6 +58,12 @@ struct PostgresStoreOptions {
   // (kBusy); snapshots, usage counts and reaping get long_round_trip_timeout.
   std::chrono::milliseconds round_trip_timeout{5000};
   std::chrono::milliseconds long_round_trip_timeout{300000};
+  // A write whose commit round trip got no answer (a deadline passed, the
+  // connection broke) is looked after for up to this long on a connection
+  // of its own: its transaction is cancelled if still running, and the
+  // database asked whether it committed (kOk), aborted (kBusy) or neither
+  // (kOutcomeUnknown).
+  std::chrono::milliseconds outcome_timeout{3000};
   // A call waits this long for a pooled connection before kBusy.
   std::chrono::milliseconds acquire_timeout{5000};
   // The prober runs `SELECT 1` every probe_interval on a connection of its
@@ -79,7 +85,13 @@ struct PostgresStoreStats {
   uint64_t operations = 0;        // store calls that reached the database
   uint64_t operation_micros = 0;  // their total latency
   uint64_t retries = 0;           // transactions run again
-  bool reachable = false;         // the prober's last verdict (Healthy())
+  // Writes whose commit round trip got no answer, by what the store then
+  // learnt: committed (answered as done), aborted (kBusy), unknown
+  // (kOutcomeUnknown).
+  uint64_t lost_commits_committed = 0;
+  uint64_t lost_commits_aborted = 0;
+  uint64_t lost_commits_unknown = 0;
+  bool reachable = false;  // the prober's last verdict (Healthy())
 };
 
 class PostgresStore final : public Store {
@@ -112,7 +124,10 @@ class PostgresStore final : public Store {
                   const RowVisitor& visit, std::optional<EntityKey>* next) override;
   using Store::Scan;
   // Besides the Store statuses: kInvalidArgument ("InvalidKey") for a key
-  // holding a 0xFE or 0xFF byte; kBusy when the database is unreachable.
+  // holding a 0xFE or 0xFF byte; kBusy when the database is unreachable and
+  // nothing was written; kOutcomeUnknown when the commit was sent, got no
+  // answer, and the database could not tell (within outcome_timeout)
+  // whether it took effect.
   Status Apply(const std::string& account, const std::string& table,
                const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error) override;
   void ApplyAsync(std::string account, std::string table, std::vector<WriteOp> ops,
@@ -142,7 +157,7 @@ class PostgresStore final : public Store {
   PostgresStoreStats GetStats() const;
   // GetStats() as StoreGauges (pg_connections_open, pg_connections_in_use,
   // pg_pool_waits, pg_operations, pg_operation_microseconds, pg_retries,
-  // pg_reachable).
+  // pg_lost_commits_{committed,aborted,unknown}, pg_reachable).
   std::vector<StoreGauge> Gauges() const override;
 
   // Introspection for tests, as SqliteStore's.
@@ -168,6 +183,19 @@ class PostgresStore final : public Store {
   Status ApplyOnce(PgConnection* c, const std::string& account, const std::string& table,
                    const std::vector<WriteOp>& ops, ApplyResult* result, ApplyError* error,
                    bool* group_inserts, bool* retry);
+  // A transaction whose COMMIT was sent: its id (txid_current(), with
+  // epoch), its backend and the host:port that served it.
+  struct SentCommit {
+    int64_t xid = -1;  // -1: not known (the database has no txid_status)
+    int64_t pid = 0;
+    std::string host_port;
+  };
+  enum class CommitOutcome { kCommitted, kAborted, kUnknown };
+  // What became of `sent`, whose commit round trip got no answer: cancels
+  // its backend if the transaction still runs (then terminates it), and asks
+  // txid_status on a connection of its own to the same host, for up to
+  // options_.outcome_timeout. Counts the outcome.
+  CommitOutcome ResolveLostCommit(const SentCommit& sent);
   // Runs `body` in BEGIN ... COMMIT on a pooled connection, again (up to
   // max_retries) when the database gave the transaction up; round trips
   // wait as long as `deadline` says (kRequest if not given).
@@ -207,6 +235,8 @@ class PostgresStore final : public Store {
   const PostgresStoreOptions options_;
   // options_.advisory_locks, unless the database has none (set by Init).
   std::atomic<bool> advisory_locks_{false};
+  // The database has txid_current() and txid_status() (set by Init).
+  std::atomic<bool> txid_status_{false};
   PgPool pool_;
   // Init has created (or found) the schema.
   std::atomic<bool> ready_{false};
@@ -219,6 +249,7 @@ class PostgresStore final : public Store {
   bool ever_reached_ = false;
   std::atomic<int64_t> last_timestamp_{0};
   std::atomic<uint64_t> operations_{0}, operation_micros_{0}, retries_{0};
+  std::atomic<uint64_t> lost_committed_{0}, lost_aborted_{0}, lost_unknown_{0};
 
   std::vector<std::unique_ptr<Lane>> lanes_;
 

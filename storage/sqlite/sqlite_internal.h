@@ -383,6 +383,7 @@ struct SqliteStore::PendingApply {
 // Defined here: tables.cc, reclaimer.cc and snapshots.cc instantiate it.
 template <typename Body>
 Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
+  if (Status damaged = Damaged(); !damaged.ok()) return damaged;
   // Lazy transactions are the reaper's own; everyone else goes first.
   std::unique_lock<std::mutex> lock = sync == Sync::kLazy ? std::unique_lock<std::mutex>(writer_mu_)
                                                           : LockWriter(WriterWait::kRequest);

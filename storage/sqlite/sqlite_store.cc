@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -19,6 +20,48 @@ void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name)
 std::string CacheSizePragma(int64_t bytes) {
   return "PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(1, bytes >> 10));
 }
+
+namespace {
+// File stores open now, by their database file's name as SQLite gives it
+// (sqlite3_db_filename): SqlStatus sees only a connection.
+std::mutex& DamageMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, SqliteStore*, std::less<>>& StoresByFile() {
+  static std::map<std::string, SqliteStore*, std::less<>> stores;  // guarded by DamageMu()
+  return stores;
+}
+
+// Runs `pragma` (quick_check or integrity_check) on `db`: the problems it
+// lists, none iff "ok".
+Status ListProblems(sqlite3* db, const char* pragma, std::vector<std::string>* problems) {
+  problems->clear();
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, pragma, -1, &stmt, nullptr);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+      std::string line = text != nullptr ? text : "";
+      if (line != "ok") problems->push_back(std::move(line));
+    }
+  }
+  sqlite3_finalize(stmt);
+  // SQLite's own verdict on a file it cannot read as a database at all.
+  if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB) {
+    problems->push_back(sqlite3_errstr(rc));
+    return Status::Ok();
+  }
+  return rc == SQLITE_DONE ? Status::Ok() : SqlStatus(nullptr, rc, pragma);
+}
+
+std::string JoinProblems(const std::vector<std::string>& problems) {
+  std::string out;
+  for (size_t i = 0; i < problems.size() && i < 5; ++i) out += (i ? "; " : "") + problems[i];
+  if (problems.size() > 5) out += "; ... (" + std::to_string(problems.size()) + " in all)";
+  return out;
+}
+}  // namespace
 
 Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
   std::string msg(what);
@@ -35,6 +78,7 @@ Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
       return Status::Busy(std::move(msg));
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
+      SqliteStore::NoteDamage(db, msg);
       return Status::Corruption(std::move(msg));
     default:
       return Status::IOError(std::move(msg));
@@ -69,6 +113,10 @@ SqliteStore::~SqliteStore() {
   StopThread(checkpoint_mu_, checkpoint_cv_, &checkpoint_stopping_, checkpointer_);
   StopThread(reap_mu_, reap_cv_, &stopping_, reaper_);
   if (opened && !options_.in_memory) CarryWriteCounts();
+  if (!damage_file_.empty()) {
+    std::lock_guard<std::mutex> lock(DamageMu());
+    StoresByFile().erase(damage_file_);
+  }
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
@@ -159,6 +207,23 @@ Status SqliteStore::Init() {
     }
   }
 
+  if (!options_.in_memory) {
+    if (options_.check_at_open) {
+      std::vector<std::string> problems;
+      s = ListProblems(w->db, "PRAGMA quick_check(100)", &problems);
+      if (!s.ok()) return s;
+      if (!problems.empty()) {
+        return Status::Corruption(path +
+                                  " is damaged (PRAGMA quick_check): " + JoinProblems(problems));
+      }
+    }
+    // From here on the connections' reports of damage reach this store.
+    const char* file = sqlite3_db_filename(w->db, "main");
+    std::lock_guard<std::mutex> lock(DamageMu());
+    if (file != nullptr && *file != '\0' && StoresByFile().emplace(file, this).second) {
+      damage_file_ = file;
+    }
+  }
   s = InitSchema(w);
   if (!s.ok()) return s;
   // Snapshot tables that the last clean close found unwritten hold for this
@@ -234,12 +299,59 @@ Status SqliteStore::Init() {
   return Status::Ok();
 }
 
+void SqliteStore::NoteDamage(sqlite3* db, const std::string& what) {
+  const char* file = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
+  if (file == nullptr || *file == '\0') return;
+  std::lock_guard<std::mutex> lock(DamageMu());
+  auto it = StoresByFile().find(std::string_view(file));
+  if (it == StoresByFile().end()) return;
+  SqliteStore* store = it->second;
+  {
+    std::lock_guard<std::mutex> damage_lock(store->damage_mu_);
+    if (!store->damage_.empty()) return;
+    store->damage_ = "the database file is damaged (" + what + ")";
+  }
+  store->damaged_.store(true, std::memory_order_release);
+  if (store->options_.log) {
+    store->options_.log("database file " + store->damage_file_ + " is damaged (" + what +
+                        "): writes are refused from now on; see `cerulean check`");
+  }
+}
+
+Status SqliteStore::Damaged() const {
+  if (!damaged_.load(std::memory_order_acquire)) return Status::Ok();
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  return Status::Corruption(damage_ + ": writes are refused");
+}
+
 bool SqliteStore::Healthy() {
-  // Nothing outside the process can make an open store unusable: its
-  // failures (a full disk, a damaged page) belong to the requests they
-  // meet, and reads go on. Asking SQLite would wait for a reader, or in
-  // memory for the writer's lock behind a large write.
-  return true;
+  // Nothing outside the process can make an open store unusable but damage
+  // to its file, which the connections report as they meet it (a full disk
+  // belongs to the requests it meets). Asking SQLite would wait for a
+  // reader, or in memory for the writer's lock behind a large write.
+  return !damaged_.load(std::memory_order_acquire);
+}
+
+std::string SqliteStore::HealthProblem() {
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  return damage_;
+}
+
+Status SqliteStore::CheckFile(const std::string& path, std::vector<std::string>* problems) {
+  problems->clear();
+  if (!std::filesystem::is_regular_file(path)) return Status::NotFound(path + ": no such file");
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  Status s = rc == SQLITE_OK ? Status::Ok() : SqlStatus(db, rc, "open " + path);
+  if (s.ok()) {
+    sqlite3_busy_timeout(db, 0);
+    s = ListProblems(db, "PRAGMA integrity_check(100)", problems);
+    if (s.code() == StatusCode::kBusy) {
+      s = Status::Busy(path + " is in use by another process (is a server running on it?)");
+    }
+  }
+  sqlite3_close_v2(db);
+  return s;
 }
 
 SqliteStoreStats SqliteStore::GetStats() const {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,6 +116,13 @@ struct SqliteStoreOptions {
   // shim (wal_vfs.h) on top of it, so this VFS sees each WAL transaction
   // as a few large writes.
   std::string vfs;
+  // Open fails with kCorruption, listing the problems, if PRAGMA
+  // quick_check finds the file damaged (storage/README.md, "Damaged
+  // files"). File stores only.
+  bool check_at_open = false;
+  // Told one line, from any thread, when the database file is found damaged
+  // (once). May be empty.
+  std::function<void(const std::string&)> log;
 };
 
 // Cumulative work done by a store's statements on all its connections, the
@@ -197,7 +205,21 @@ class SqliteStore final : public Store {
                          RestoreStats* stats) override;
   Status ListSnapshots(const std::string& account, std::vector<SnapshotInfo>* out) override;
   Status DeleteSnapshot(const std::string& account, const std::string& name) override;
+  // False once SQLite reported the database file damaged (SQLITE_CORRUPT,
+  // SQLITE_NOTADB) to any of the store's connections: from then on every
+  // write is refused with kCorruption and HealthProblem() says why, until
+  // the store is reopened. Reads go on (those meeting damage fail).
   bool Healthy() override;
+  std::string HealthProblem() override;
+  // Checks the database file at `path`, opened read-only, with PRAGMA
+  // integrity_check: OK with *problems empty iff it is sound, OK with the
+  // problems SQLite lists (at most 100) otherwise; an error if the file
+  // cannot be read (absent, in use by a server, not a database).
+  static Status CheckFile(const std::string& path, std::vector<std::string>* problems);
+  // Called by SqlStatus (sqlite_internal.h) for SQLITE_CORRUPT or
+  // SQLITE_NOTADB on `db`: marks the store that has `db`'s database file
+  // open as damaged (logged once); nothing if none has.
+  static void NoteDamage(sqlite3* db, const std::string& what);
   Status GetUsage(std::vector<AccountUsage>* accounts, uint64_t* bytes) override;
   std::optional<uint64_t> WriteEpoch() const override;
   // The memory held by the snapshot machinery (server/README.md, "Memory
@@ -482,6 +504,14 @@ class SqliteStore final : public Store {
   bool sync_pipeline_ = false;           // set by Init
   sqlite3_file* wal_file_ = nullptr;     // the writer's WAL file, set by Init
   std::atomic<bool> wal_synced_{false};  // a SyncWal has succeeded
+  // kCorruption iff the file was found damaged (writes are then refused).
+  Status Damaged() const;
+  // The database file, as SQLite names it, while the store is registered
+  // for damage reports (NoteDamage); empty in memory.
+  std::string damage_file_;
+  std::atomic<bool> damaged_{false};
+  mutable std::mutex damage_mu_;
+  std::string damage_;  // guarded by damage_mu_: the first report
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_

@@ -362,7 +362,14 @@ void SqliteStore::CommitLoop() {
     for (auto& p : group) {
       if (!p->barrier) writes.push_back(p.get());
     }
-    if (!writes.empty()) CommitGroup(writes);
+    if (Status damaged = Damaged(); !damaged.ok()) {
+      for (PendingApply* p : writes) {
+        p->status = damaged;
+        p->failed = 0;
+      }
+    } else if (!writes.empty()) {
+      CommitGroup(writes);
+    }
     if (sync_pipeline_) {
       {
         std::lock_guard<std::mutex> sync_lock(sync_mu_);

@@ -7,8 +7,8 @@
 // freezes (SIGSTOP: its backends alive, nothing answers) and the test, as an
 // HA manager would, promotes the standby. Then: every acknowledged write is
 // there with its acknowledged ETag, no acknowledged update was lost, nothing
-// but 503 ServerBusy (and the 409/412 a retry of an unknown outcome meets)
-// was answered, the 503s lasted a bounded time, and each node's log names the
+// but 503 ServerBusy (not done) and 500 OperationTimedOut (outcome unknown;
+// and the 409/412 a retry of that meets) was answered, no 503 was applied, the 503s lasted a bounded time, and each node's log names the
 // host that serves. Creates clusters of its own: runs when
 // CERULEAN_E2E_PG_FAILOVER is set (scripts/test.sh postgres).
 
@@ -22,6 +22,7 @@ const { promisify } = require('node:util');
 const { AzureNamedKeyCredential, TableClient } = require('@azure/data-tables');
 
 const { REPO, startServer, uniqueTableName } = require('./server');
+const { heldWrites, assertTruthful } = require('./held-writes');
 
 const skip = process.env.CERULEAN_E2E_PG_FAILOVER ? false
   : 'needs CERULEAN_E2E_PG_FAILOVER=1 (scripts/test.sh postgres): starts PostgreSQL clusters of its own';
@@ -69,10 +70,13 @@ async function failover(t, event) {
     const failures = [];  // {at, status} of every failed request
     let stop = false;
     let eventAt = 0;
+    // 503 ServerBusy: not done; 500 OperationTimedOut: the outcome is not
+    // known (a commit in flight when the primary went away). Nothing else.
+    const unknownOutcome = (e) => e.statusCode === 500 && e.response?.headers.get('x-ms-error-code') === 'OperationTimedOut';
     const note = (e) => {
       failures.push({ at: Date.now(), status: e.statusCode });
       const code = e.response?.headers.get('x-ms-error-code');
-      if (e.statusCode !== 503 || code !== 'ServerBusy') unexpected.push(`${e.statusCode} ${code}: ${e.message}`);
+      if ((e.statusCode !== 503 || code !== 'ServerBusy') && !unknownOutcome(e)) unexpected.push(`${e.statusCode} ${code}: ${e.message}`);
     };
     const timed = async (fn) => {
       const start = Date.now();
@@ -84,12 +88,14 @@ async function failover(t, event) {
       }
     };
 
-    // Inserts one at a time; a 503 is retried with the same key, and a 409
-    // then means the first attempt happened (its outcome was unknown).
+    // Inserts one at a time; a failure is retried with the same key. A 409
+    // then means an earlier attempt happened: fine after 500
+    // OperationTimedOut, a lie after 503 ServerBusy.
     const inserter = async (node, w) => {
       const c = client(node, table);
       for (let k = 0; !stop; k++) {
-        let uncertain = false;
+        let uncertain = false;  // an attempt's outcome was unknown
+        let retried = false;
         for (;;) {
           try {
             const r = await timed(() => c.createEntity({ partitionKey: `ins-${node.port}-${w}`, rowKey: `${k}`, n: k }));
@@ -97,9 +103,11 @@ async function failover(t, event) {
             break;
           } catch (e) {
             if (e.statusCode === 409 && uncertain) break;
+            if (e.statusCode === 409 && retried) unexpected.push(`insert ins-${node.port}-${w}/${k} answered 503 ServerBusy, then found applied`);
             note(e);
-            if (e.statusCode !== 503 || stop) break;
-            uncertain = true;
+            if ((e.statusCode !== 503 && !unknownOutcome(e)) || stop) break;
+            uncertain ||= unknownOutcome(e);
+            retried = true;
             await sleep(100);
           }
         }
@@ -109,12 +117,13 @@ async function failover(t, event) {
     const batcher = async (node) => {
       const c = client(node, table);
       for (let k = 0; !stop; k++) {
-        const b = { pk: `batch-${node.port}-${k}`, acknowledged: false };
+        const b = { pk: `batch-${node.port}-${k}`, acknowledged: false, busy: false };
         batches.push(b);
         try {
           await timed(() => c.submitTransaction(Array.from({ length: 5 }, (_, i) => ['create', { partitionKey: b.pk, rowKey: `${i}` }])));
           b.acknowledged = true;
         } catch (e) {
+          b.busy = e.statusCode === 503;
           note(e);
           await sleep(100);
         }
@@ -174,6 +183,7 @@ async function failover(t, event) {
         const rows = [...got.keys()].filter((k) => k.startsWith(`${b.pk}/`)).length;
         assert.ok(rows === 0 || rows === 5, `batch ${b.pk}: ${rows} of 5 rows`);
         if (b.acknowledged) assert.equal(rows, 5, `acknowledged batch ${b.pk} lost`);
+        if (b.busy) assert.equal(rows, 0, `batch ${b.pk} answered 503 ServerBusy but applied`);
       }
       for (const [rk, acked] of updates) {
         const ns = acked.map((a) => a.n);
@@ -203,6 +213,43 @@ async function failover(t, event) {
     fs.rmSync(path.dirname(state), { recursive: true, force: true });
   }
 }
+
+describe('a synchronous standby that stops answering', { skip }, () => {
+  // Every commit waits for the standby: frozen (SIGSTOP), it holds the
+  // COMMITs past the server's round-trip deadline. Whatever each write is
+  // answered, it tells the truth (held-writes.js).
+  test('no write is answered 503 ServerBusy and applied', async (t) => {
+    const state = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cerulean-stall-')), 'pair');
+    const url = pair('start-pair', state);
+    let node;
+    let frozen = false;
+    try {
+      node = await startServer({ database: url });
+      const c = new TableClient(node.endpoint, uniqueTableName('stall'),
+        new AzureNamedKeyCredential(node.account, node.key), clientOptions);
+      await c.createTable();
+      const { etag } = await c.createEntity({ partitionKey: 'p', rowKey: 'upd', n: 0 });
+      pair('freeze', `${state}.standby`);
+      frozen = true;
+      // The standby answers again 8 s on, past the 5 s deadline.
+      const released = sleep(8000).then(() => {
+        pair('thaw', `${state}.standby`);
+        frozen = false;
+      });
+      const answers = await heldWrites(c, etag, released);
+      for (const a of answers) t.diagnostic(`${a.what}: ${a.status} ${a.code ?? ''} after ${a.ms} ms, ${a.applied ? '' : 'not '}applied`);
+      const unknown = assertTruthful(answers);
+      t.diagnostic(`${unknown} of ${answers.length} answered 500 OperationTimedOut`);
+      assert.ok(answers.some((a) => a.ms >= 5000), 'no write waited for the standby: the test did not exercise it');
+    } finally {
+      if (frozen) pair('thaw', `${state}.standby`);
+      if (node) await node.stop();
+      pair('stop', state);
+      pair('stop', `${state}.standby`);
+      fs.rmSync(path.dirname(state), { recursive: true, force: true });
+    }
+  });
+});
 
 describe('failover to a synchronous standby under two nodes', { skip }, () => {
   test('a killed primary: nothing acknowledged lost, a short window of 503s', async (t) => {

@@ -13,11 +13,12 @@ const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { execFileSync } = require('node:child_process');
+const { execFile, execFileSync } = require('node:child_process');
 const { AzureNamedKeyCredential, TableClient } = require('@azure/data-tables');
 
 const { REPO, startServer, freshDatabase, uniqueTableName } = require('./server');
 const { request } = require('./http');
+const { heldWrites, assertTruthful } = require('./held-writes');
 
 const CLUSTER = process.env.CERULEAN_E2E_PG_CLUSTER;
 const skip = CLUSTER && process.env.CERULEAN_E2E_DATABASE ? false
@@ -252,5 +253,53 @@ describe('a database outage under two nodes', { skip }, () => {
     } finally {
       await node.stop();
     }
+  });
+});
+
+// A lock held by another session past the server's 5 s round-trip deadline
+// (storage/README.md, "Timeouts"): SHARE on the entities table lets the
+// writes read and lock their rows but holds their INSERT/UPDATE, so their
+// COMMITs are sent and wait. Whatever each write is answered, it tells the
+// truth (held-writes.js); the lost commits are counted in /_metrics.
+describe('writes held by a lock past the round-trip deadline', { skip }, () => {
+  let database;
+  let node;
+  before(async () => {
+    database = freshDatabase();
+    node = await startServer({ database: database.url });
+  });
+  after(async () => {
+    await node.stop();
+    database.drop();
+  });
+
+  test('no write is answered 503 ServerBusy and applied', async (t) => {
+    const c = new TableClient(node.endpoint, uniqueTableName('held'),
+      new AzureNamedKeyCredential(node.account, node.key), clientOptions);
+    await c.createTable();
+    const { etag } = await c.createEntity({ partitionKey: 'p', rowKey: 'upd', n: 0 });
+    const psql = (sql, done) => execFile('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', database.url, '-c', sql], done);
+    const released = new Promise((resolve, reject) => psql(
+      'BEGIN; LOCK TABLE cerulean_entities IN SHARE MODE; SELECT pg_sleep(8); COMMIT;',
+      (e) => (e ? reject(e) : resolve())));
+    const granted = () => new Promise((resolve, reject) => psql(
+      "SELECT count(*) FROM pg_locks WHERE relation = 'cerulean_entities'::regclass AND mode = 'ShareLock' AND granted",
+      (e, out) => (e ? reject(e) : resolve(out.trim() === '1'))));
+    while (!(await granted())) await sleep(20);
+
+    const answers = await heldWrites(c, etag, released);
+    for (const a of answers) t.diagnostic(`${a.what}: ${a.status} ${a.code ?? ''} after ${a.ms} ms, ${a.applied ? '' : 'not '}applied`);
+    const unknown = assertTruthful(answers);
+    t.diagnostic(`${unknown} of ${answers.length} answered 500 OperationTimedOut`);
+    // Each lost commit was counted: every 503 is one that was cancelled.
+    // (Writes to one partition queue behind each other, so a later one may
+    // find the lock gone within its own deadline and succeed.)
+    const metrics = await (await fetch(`${node.url}/_metrics`)).text();
+    const count = (outcome) => Number(new RegExp(`^cerulean_store_pg_lost_commits_${outcome} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    const lost = ['committed', 'aborted', 'unknown'].map(count);
+    t.diagnostic(`lost commits in /_metrics: committed ${lost[0]}, aborted ${lost[1]}, unknown ${lost[2]}`);
+    assert.ok(lost[0] + lost[1] + lost[2] >= 1, 'no commit waited past the deadline: the test did not exercise it');
+    assert.equal(lost[1], answers.filter((a) => a.status === 503).length, metrics);
+    assert.equal(lost[2], unknown, metrics);
   });
 });
