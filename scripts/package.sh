@@ -203,7 +203,8 @@ if wants npm; then
   command -v npm >/dev/null 2>&1 || { echo "package: npm is needed for npm" >&2; exit 1; }
   pkg=$work/stage/npm
   mkdir -p "$pkg/bin" "$pkg/native/linux-x64"
-  cp packaging/npm/package.json packaging/npm/index.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/npm/package.json packaging/npm/*.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/debian/copyright "$pkg/LICENSE"
   cp packaging/npm/bin/cerulean.js "$pkg/bin/"
   cp "$portable_notices" "$pkg/THIRD-PARTY-NOTICES.txt"
   strip --strip-unneeded -o "$pkg/native/linux-x64/cerulean" "$build_dir/portable/cerulean"
