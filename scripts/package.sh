@@ -3,15 +3,16 @@
 #
 #   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
 #   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
+#   Cerulean.Aspire.Hosting.<version>.nupkg   AddCerulean for an Aspire AppHost (packaging/nuget/)
 #   cerulean-tables-<version>.tgz      the server, the `cerulean` command and a JavaScript API (packaging/npm/)
 #
 # The .deb carries the Release build of ${BUILD_DIR:-build} and depends on Debian's shared
 # libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server (the CMake
-# target cerulean_portable: glibc 2.34 or newer and nothing else), built from the same
+# target cerulean_portable: glibc 2.34 or newer and libgcc_s), built from the same
 # objects; its simdjson.cpp comes from Debian's source package of the installed libsimdjson-dev.
 # <version> is the CMake project version.
 #
-#   bash scripts/package.sh            # all three
+#   bash scripts/package.sh            # all of them
 #   bash scripts/package.sh deb npm    # some of them (deb, nuget, npm)
 #
 # Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc).
@@ -196,6 +197,12 @@ if wants nuget; then
     --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
     -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
   log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg"
+  # The Aspire integration: code only, it runs the server of Cerulean.Testing (a dependency).
+  rm -f "$dist"/Cerulean.Aspire.Hosting.*.nupkg
+  dotnet pack packaging/nuget/Cerulean.Aspire.Hosting/Cerulean.Aspire.Hosting.csproj -c Release --nologo -v quiet \
+    --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
+    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
+  log "$(du -h "$dist/Cerulean.Aspire.Hosting.$version.nupkg" | cut -f1) $dist/Cerulean.Aspire.Hosting.$version.nupkg"
 fi
 
 # --- npm package --------------------------------------------------------------------
