@@ -3,15 +3,16 @@
 #
 #   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
 #   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
+#   Cerulean.Aspire.Hosting.<version>.nupkg   AddCerulean for an Aspire AppHost (packaging/nuget/)
 #   cerulean-tables-<version>.tgz      the server, the `cerulean` command and a JavaScript API (packaging/npm/)
 #
 # The .deb carries the Release build of ${BUILD_DIR:-build} and depends on Debian's shared
 # libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server (the CMake
-# target cerulean_portable: glibc 2.34 or newer and nothing else), built from the same
+# target cerulean_portable: glibc 2.34 or newer and libgcc_s), built from the same
 # objects; its simdjson.cpp comes from Debian's source package of the installed libsimdjson-dev.
 # <version> is the CMake project version.
 #
-#   bash scripts/package.sh            # all three
+#   bash scripts/package.sh            # all of them
 #   bash scripts/package.sh deb npm    # some of them (deb, nuget, npm)
 #
 # Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc).
@@ -196,6 +197,12 @@ if wants nuget; then
     --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
     -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
   log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg"
+  # The Aspire integration: code only, it runs the server of Cerulean.Testing (a dependency).
+  rm -f "$dist"/Cerulean.Aspire.Hosting.*.nupkg
+  dotnet pack packaging/nuget/Cerulean.Aspire.Hosting/Cerulean.Aspire.Hosting.csproj -c Release --nologo -v quiet \
+    --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
+    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
+  log "$(du -h "$dist/Cerulean.Aspire.Hosting.$version.nupkg" | cut -f1) $dist/Cerulean.Aspire.Hosting.$version.nupkg"
 fi
 
 # --- npm package --------------------------------------------------------------------
@@ -203,7 +210,8 @@ if wants npm; then
   command -v npm >/dev/null 2>&1 || { echo "package: npm is needed for npm" >&2; exit 1; }
   pkg=$work/stage/npm
   mkdir -p "$pkg/bin" "$pkg/native/linux-x64"
-  cp packaging/npm/package.json packaging/npm/index.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/npm/package.json packaging/npm/*.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/debian/copyright "$pkg/LICENSE"
   cp packaging/npm/bin/cerulean.js "$pkg/bin/"
   cp "$portable_notices" "$pkg/THIRD-PARTY-NOTICES.txt"
   strip --strip-unneeded -o "$pkg/native/linux-x64/cerulean" "$build_dir/portable/cerulean"

@@ -203,7 +203,8 @@ fi
 # --- packages -----------------------------------------------------------------------
 # scripts/package.sh builds the Debian, NuGet and npm packages into dist/; each is then
 # installed from that file and used as a user would (tests/packages/: apt install and the
-# service's command line, a sample xunit project, a scratch npm project), and the server of the
+# service's command line, sample xunit v2 and v3 projects, an Aspire AppHost, scratch npm
+# projects), and the server of the
 # NuGet and npm packages is run in a root that holds only glibc.
 if wants packages; then
   echo
@@ -212,6 +213,7 @@ if wants packages; then
     record package-build 1 0
     run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
     run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
+    run_suite packages-aspire "$e2e_timeout" bash tests/packages/aspire.sh
     run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
     run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
   else

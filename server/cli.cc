@@ -12,15 +12,44 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage =
-    "Usage: cerulean [options]                      run the Table service\n"
-    "       cerulean export [--table T...] [--file F] write tables as JSON Lines\n"
-    "       cerulean import [--file F]               load JSON Lines\n"
-    "       cerulean reset                           delete all tables of the account\n"
-    "       cerulean snapshot save|restore|delete NAME | list\n"
-    "                                                snapshots of the account, offline\n"
-    "       cerulean check                           check the database file for damage\n\n"
-    "Options (compatible with azurite-table)";
+constexpr Subcommand kSubcommands[] = {
+    {"export", 0, "export [--table T...] [--file F]", "write tables as JSON Lines"},
+    {"import", 0, "import [--file F]", "load JSON Lines"},
+    {"reset", 0, "reset", "delete all tables of the account"},
+    {"snapshot", 2, "snapshot save|restore|delete NAME | list",
+     "snapshots of the account, offline"},
+    {"check", 0, "check", "check the database file for damage"},
+};
+
+// Azurite's options for its blob and queue services (Aspire's Azurite
+// resource passes them): refused with a reason, since Cerulean serves tables.
+constexpr const char* kAzuriteOtherServices[] = {"blobHost", "blobPort", "queueHost", "queuePort"};
+
+// "Usage: ..." with one line per subcommand, then the options' caption.
+std::string Usage() {
+  constexpr size_t kColumn = 49;
+  std::string usage = "Usage: cerulean [options]";
+  usage.append(kColumn - usage.size(), ' ').append("run the Table service\n");
+  for (const Subcommand& sub : kSubcommands) {
+    std::string line = std::string("       cerulean ") + sub.synopsis;
+    // A synopsis too long for the column puts its summary on the next line.
+    if (line.size() >= kColumn) {
+      line.append("\n").append(kColumn, ' ');
+    } else {
+      line.append(kColumn - line.size(), ' ');
+    }
+    usage += line + sub.summary + "\n";
+  }
+  return usage + "\nOptions (compatible with azurite-table)";
+}
+
+// The subcommand named `name`, or null.
+const Subcommand* FindSubcommand(const std::string& name) {
+  for (const Subcommand& sub : kSubcommands) {
+    if (name == sub.name) return &sub;
+  }
+  return nullptr;
+}
 
 // ParseCli, with the options described into `desc`.
 std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptions* out,
@@ -78,12 +107,40 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
       "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
       "version,v", po::bool_switch(&out->version), "print the version")(
       "help,h", po::bool_switch(&out->help), "print this help");
+  // Not in the help: the words (subcommand and its arguments), and the
+  // options of Azurite's other services.
+  std::vector<std::string> words;
+  po::options_description hidden;
+  hidden.add_options()("word", po::value(&words));
+  for (const char* name : kAzuriteOtherServices) {
+    hidden.add_options()(name, po::value<std::string>());
+  }
+  po::options_description all;
+  all.add(desc).add(hidden);
+  po::positional_options_description positional;
+  positional.add("word", -1);
+  po::variables_map vm;
   try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const std::exception& e) {
     return std::string(e.what());
+  }
+  for (const char* name : kAzuriteOtherServices) {
+    if (vm.count(name) != 0) {
+      return std::string("--") + name +
+             " is an option of Azurite's blob and queue services; Cerulean serves the Table "
+             "service only (run Azurite beside it for blobs and queues)";
+    }
+  }
+  if (!words.empty()) {
+    const Subcommand* sub = FindSubcommand(words[0]);
+    if (sub == nullptr) return "unknown command '" + words[0] + "'";
+    if (words.size() - 1 > static_cast<size_t>(sub->max_words)) {
+      return std::string(sub->name) + ": unexpected word '" + words[sub->max_words + 1] + "'";
+    }
+    out->command = words[0];
+    out->command_args.assign(words.begin() + 1, words.end());
   }
   if (out->max_connections == 0) return std::string("--maxConnections must be at least 1");
   if (out->request_timeout_s == 0) return std::string("--requestTimeout must be at least 1");
@@ -107,8 +164,10 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
 
 }  // namespace
 
+std::span<const Subcommand> Subcommands() { return kSubcommands; }
+
 std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out) {
-  po::options_description desc(kUsage);
+  po::options_description desc(Usage());
   std::optional<std::string> err = ParseInto(argc, argv, out, desc);
   // Formatted only when it is shown: it costs more than the parse.
   if (err || out->help) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct CliOptions {
   std::string pwd;
   std::string oauth;        // "basic" or empty
   std::string faults_file;  // --faults: fault rules set at start-up (faults.h)
+  // The subcommand (a Subcommand's name) and the words after it; empty: serve.
+  std::string command;
+  std::vector<std::string> command_args;
   // export / import / reset subcommands.
   std::string account;
   std::vector<std::string> tables;
@@ -46,7 +50,23 @@ struct CliOptions {
   std::string help_text;
 };
 
-// Parses argv. Returns an error message for unknown or malformed options.
+// A subcommand, `cerulean NAME [WORD...] [options]`: a tool that runs instead
+// of the server. Adding one is a row of Subcommands() and its case in main.cc.
+struct Subcommand {
+  const char* name;
+  // How many words (not options) may follow the name, at most.
+  int max_words;
+  // The usage line after "cerulean ", and what it does.
+  const char* synopsis;
+  const char* summary;
+};
+
+// The subcommands, in the order the usage lists them.
+std::span<const Subcommand> Subcommands();
+
+// Parses argv. Returns an error message for unknown or malformed options, for
+// a word that names no subcommand, and for more words than the subcommand
+// takes; then the caller exits 2 with `help_text`.
 std::optional<std::string> ParseCli(int argc, const char* const* argv, CliOptions* out);
 
 }  // namespace cerulean::server

@@ -488,27 +488,6 @@ void TuneAllocator() {
 int main(int argc, char** argv) {
   TuneAllocator();
   server::CliOptions cli;
-  std::string command;
-  if (argc > 1 && (std::string_view(argv[1]) == "export" || std::string_view(argv[1]) == "import" ||
-                   std::string_view(argv[1]) == "reset" || std::string_view(argv[1]) == "check")) {
-    command = argv[1];
-    --argc;
-    ++argv;
-    argv[0] = const_cast<char*>("cerulean");
-  }
-  // cerulean snapshot ACTION [NAME] [options]
-  std::vector<std::string> args;
-  if (argc > 1 && std::string_view(argv[1]) == "snapshot") {
-    command = argv[1];
-    int words = 1;
-    while (words < 3 && argc > words + 1 && argv[words + 1][0] != '-') {
-      args.emplace_back(argv[words + 1]);
-      ++words;
-    }
-    argc -= words;
-    argv += words;
-    argv[0] = const_cast<char*>("cerulean");
-  }
   if (auto err = server::ParseCli(argc, argv, &cli)) {
     std::fprintf(stderr, "cerulean: %s\n\n%s", err->c_str(), cli.help_text.c_str());
     return 2;
@@ -521,6 +500,6 @@ int main(int argc, char** argv) {
     std::printf("cerulean %s\n", CERULEAN_VERSION);
     return 0;
   }
-  if (!command.empty()) return RunTool(command, cli, args);
+  if (!cli.command.empty()) return RunTool(cli.command, cli, cli.command_args);
   return Serve(cli);
 }

@@ -6,12 +6,12 @@
 // CERULEAN_BINARY (or the `binary` option) names one.
 
 const { spawn } = require('node:child_process');
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const { CeruleanAccount, CeruleanAdminError, CeruleanSdkNotFoundError, accountPool } = require('./account');
 
 const ACCOUNT = 'devstoreaccount1';
 const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
@@ -24,15 +24,6 @@ class CeruleanBinaryNotFoundError extends Error {
     super(message);
     this.name = 'CeruleanBinaryNotFoundError';
     this.code = 'CERULEAN_BINARY_NOT_FOUND';
-  }
-}
-
-class CeruleanAdminError extends Error {
-  constructor(message, statusCode, code) {
-    super(message);
-    this.name = 'CeruleanAdminError';
-    this.statusCode = statusCode;
-    this.code = code;
   }
 }
 
@@ -90,73 +81,61 @@ process.on('exit', () => {
 });
 
 class CeruleanServer {
-  constructor(child, url, startupMs, temporaryDirectory) {
+  constructor(child, url, startupMs, temporaryDirectory, pool) {
     const u = new URL(url);
     this._child = child;
     this._temporaryDirectory = temporaryDirectory;
     this._exited = new Promise((resolve) => child.once('exit', resolve));
     this._agent = new http.Agent({ keepAlive: true });
+    this._endpoint = { protocol: u.protocol.replace(':', ''), host: u.hostname, port: Number(u.port), agent: this._agent };
+    this._free = pool.slice();
+    this._waiting = [];
+    this.developmentAccount = new CeruleanAccount(this._endpoint, ACCOUNT, KEY);
     this.host = u.hostname;
     this.port = Number(u.port);
     this.account = ACCOUNT;
     this.key = KEY;
     this.url = url;
-    this.connectionString =
-      `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${KEY};TableEndpoint=${url};`;
+    this.connectionString = this.developmentAccount.connectionString;
     this.startupMs = startupMs;
     this.pid = child.pid;
+    this.accounts = pool.length;
   }
 
-  // A TableServiceClient of @azure/data-tables (a peer dependency) for this server.
-  tableServiceClient(options = {}) {
-    const { TableServiceClient } = require('@azure/data-tables');
-    return TableServiceClient.fromConnectionString(this.connectionString, { allowInsecureConnection: true, ...options });
+  // Clients of @azure/data-tables (an optional peer dependency) for the development account.
+  tableServiceClient(options) {
+    return this.developmentAccount.tableServiceClient(options);
   }
 
-  // A TableClient of @azure/data-tables for one table of this server.
-  tableClient(tableName, options = {}) {
-    const { TableClient } = require('@azure/data-tables');
-    return TableClient.fromConnectionString(this.connectionString, tableName, { allowInsecureConnection: true, ...options });
+  tableClient(tableName, options) {
+    return this.developmentAccount.tableClient(tableName, options);
   }
 
-  // Deletes every table of the account at once (snapshots stay).
-  async reset() {
-    await this._admin('POST', `/_reset/${ACCOUNT}`);
+  // The reserved endpoints of the development account (account.js describes them).
+  reset() { return this.developmentAccount.reset(); }
+  saveSnapshot(name) { return this.developmentAccount.saveSnapshot(name); }
+  restoreSnapshot(name) { return this.developmentAccount.restoreSnapshot(name); }
+  listSnapshots() { return this.developmentAccount.listSnapshots(); }
+  deleteSnapshot(name) { return this.developmentAccount.deleteSnapshot(name); }
+  setFaults(rules) { return this.developmentAccount.setFaults(rules); }
+  getFaults() { return this.developmentAccount.getFaults(); }
+  clearFaults() { return this.developmentAccount.clearFaults(); }
+
+  // One of the `accounts` the server was started with, for the caller alone until it calls
+  // account.release(); waits while all are leased.
+  leaseAccount() {
+    if (this.accounts === 0) {
+      return Promise.reject(new TypeError('leaseAccount() needs a server started with { accounts: N }'));
+    }
+    const { name, key } = this._free.shift() ?? {};
+    if (name) return Promise.resolve(new CeruleanAccount(this._endpoint, name, key, (a) => this._giveBack(a)));
+    return new Promise((resolve) => this._waiting.push(resolve));
   }
 
-  // Saves the account (tables, entities with their ETags and Timestamps, ACLs, service
-  // properties) as `name`, replacing a snapshot of that name.
-  async saveSnapshot(name) {
-    return snapshotInfo(await this._admin('PUT', snapshotPath(name)));
-  }
-
-  // Brings the account back to exactly the state saved as `name`, atomically.
-  async restoreSnapshot(name) {
-    return this._admin('POST', `${snapshotPath(name)}/restore`);
-  }
-
-  async listSnapshots() {
-    return (await this._admin('GET', `/_snapshots/${ACCOUNT}`)).snapshots.map(snapshotInfo);
-  }
-
-  async deleteSnapshot(name) {
-    await this._admin('DELETE', snapshotPath(name));
-  }
-
-  // Replaces the account's fault rules (tried in order; the first that matches and fires decides).
-  // Rules read back by getFaults() may be passed again: their counters are left out.
-  async setFaults(rules) {
-    const clean = rules.map(({ account, matched, fired, ...rule }) => rule);
-    return (await this._admin('PUT', `/_faults/${ACCOUNT}`, { rules: clean })).rules;
-  }
-
-  // The account's fault rules with how often each matched and fired.
-  async getFaults() {
-    return (await this._admin('GET', `/_faults/${ACCOUNT}`)).rules;
-  }
-
-  async clearFaults() {
-    await this._admin('DELETE', `/_faults/${ACCOUNT}`);
+  _giveBack({ name, key }) {
+    const next = this._waiting.shift();
+    if (next) next(new CeruleanAccount(this._endpoint, name, key, (a) => this._giveBack(a)));
+    else this._free.push({ name, key });
   }
 
   // Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its temporary directory.
@@ -186,62 +165,18 @@ class CeruleanServer {
     if (this._temporaryDirectory) fs.rmSync(this._temporaryDirectory, { recursive: true, force: true });
     this._temporaryDirectory = undefined;
   }
-
-  // One request to a reserved endpoint, signed with Shared Key (Table service form: VERB,
-  // Content-MD5, Content-Type, Date, then "/{account}{path}"). Resolves to the parsed JSON body.
-  _admin(method, target, body) {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), 'utf8');
-    const contentType = payload ? 'application/json' : '';
-    const date = new Date().toUTCString();
-    const stringToSign = `${method}\n\n${contentType}\n${date}\n/${ACCOUNT}${target}`;
-    const signature = crypto.createHmac('sha256', Buffer.from(KEY, 'base64')).update(stringToSign, 'utf8').digest('base64');
-    const headers = {
-      'x-ms-date': date,
-      'x-ms-version': '2019-02-02',
-      Authorization: `SharedKey ${ACCOUNT}:${signature}`,
-      'Content-Length': payload ? payload.length : 0,
-    };
-    if (payload) headers['Content-Type'] = contentType;
-    return new Promise((resolve, reject) => {
-      const req = http.request({ host: this.host, port: this.port, method, path: target, headers, agent: this._agent }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json;
-          try {
-            json = text ? JSON.parse(text) : undefined;
-          } catch {
-            json = undefined;
-          }
-          if (res.statusCode >= 200 && res.statusCode < 300) return resolve(json);
-          const code = res.headers['x-ms-error-code'];
-          const message = json?.['odata.error']?.message?.value ?? text;
-          reject(new CeruleanAdminError(`${method} ${target}: ${res.statusCode} ${code ?? ''}: ${message}`, res.statusCode, code));
-        });
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
-  }
-}
-
-function snapshotPath(name) {
-  return `/_snapshots/${ACCOUNT}/${encodeURIComponent(name)}`;
-}
-
-function snapshotInfo(j) {
-  return { name: j.name, created: new Date(j.created), tables: j.tables, entities: j.entities };
 }
 
 // Starts a server on 127.0.0.1 and resolves once it listens. Options: binary, storage ('memory',
 // the default, or 'temporaryDirectory'), location (a directory kept afterwards), port (0: a free
-// one), accessLog, args, onOutput(line), startTimeoutMs.
+// one), accessLog, args, onOutput(line), startTimeoutMs, accounts (how many accounts to serve
+// beside the development account, for leaseAccount()).
 async function start(options = {}) {
   const {
     storage = 'memory', location, port = 0, accessLog = false, args = [], onOutput, startTimeoutMs = 30000,
+    accounts = 0,
   } = options;
+  if (!Number.isInteger(accounts) || accounts < 0) throw new TypeError(`accounts must be a whole number, not ${accounts}`);
   const binary = ensureExecutable(binaryPath(options));
   const argv = ['--tableHost', '127.0.0.1', '--tablePort', String(port)];
   let temporaryDirectory;
@@ -259,7 +194,10 @@ async function start(options = {}) {
   argv.push(...args);
 
   const began = process.hrtime.bigint();
-  const child = spawn(binary, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const pool = accountPool(accounts);
+  const env = { ...process.env };
+  if (accounts > 0) env.AZURITE_ACCOUNTS = [env.AZURITE_ACCOUNTS, pool.spec].filter(Boolean).join(';');
+  const child = spawn(binary, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const early = [];
   const url = await new Promise((resolve, reject) => {
     let settled = false;
@@ -289,7 +227,7 @@ async function start(options = {}) {
     }
   });
   const startupMs = Number(process.hrtime.bigint() - began) / 1e6;
-  const server = new CeruleanServer(child, url, startupMs, temporaryDirectory);
+  const server = new CeruleanServer(child, url, startupMs, temporaryDirectory, pool.accounts);
   running.add(server);
   // A server left running does not keep the test process alive; it is killed when that exits.
   child.unref();
@@ -300,9 +238,12 @@ async function start(options = {}) {
 
 module.exports = {
   start,
+  fixture: (...args) => require('./fixture').fixture(...args),
+  CeruleanAccount,
   binaryPath,
   CeruleanServer,
   CeruleanBinaryNotFoundError,
+  CeruleanSdkNotFoundError,
   CeruleanAdminError,
   ACCOUNT,
   KEY,

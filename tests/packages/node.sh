@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs dist/cerulean-tables-<version>.tgz into a scratch npm project as a user would
 # (`npm install <tarball> @azure/data-tables`, from the machine's configured registry), runs
-# tests/packages/node/cerulean-tables.test.js there with node --test, and compiles
-# tests/packages/node/types.ts against the package's types with tsc --strict.
+# tests/packages/node/{cerulean-tables,fixture}.test.js there with node --test, and compiles
+# tests/packages/node/types.ts against the package's types with tsc --strict (no --skipLibCheck).
+# A second scratch project installs the tarball without @azure/data-tables, its optional peer:
+# there no-sdk.test.js runs and types-no-sdk.ts compiles.
 # Ends with "N passed, N failed"; exits non-zero iff something failed.
 #   bash tests/packages/node.sh
 # Environment: DIST_DIR (default <repo>/dist).
@@ -26,38 +28,60 @@ tarball=$(ls "$dist"/cerulean-tables-*.tgz 2>/dev/null | head -n1)
 [[ -f $tarball ]] || give_up "no cerulean-tables package in $dist (bash scripts/package.sh npm)"
 data_tables=$(node -p 'require(process.argv[1]).dependencies["@azure/data-tables"]' "$repo/tests/e2e/node/package.json")
 
-project=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-npm-sample.XXXXXX")
-trap 'rm -rf "$project"' EXIT
-cp "$here"/node/cerulean-tables.test.js "$here"/node/types.ts "$project/"
-cd "$project" || give_up "no scratch project"
-cat >package.json <<'EOF'
-{ "name": "cerulean-tables-sample", "version": "1.0.0", "private": true }
-EOF
-npm install --no-audit --no-fund --loglevel=error --prefer-offline \
-  "$tarball" "@azure/data-tables@$data_tables" typescript@5 @types/node@20 >/dev/null ||
-  give_up "npm install of $tarball failed"
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-npm-sample.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+# Makes the scratch project $1 and npm-installs the tarball and the packages $2... into it.
+make_project() {
+  local dir=$scratch/$1
+  shift
+  mkdir -p "$dir"
+  printf '{ "name": "cerulean-tables-sample", "version": "1.0.0", "private": true }\n' >"$dir/package.json"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --prefer-offline "$tarball" "$@" >/dev/null) ||
+    give_up "npm install of $tarball $* failed"
+}
 
 passed=0
 failed=0
-log=$(mktemp)
-timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" node --test --test-reporter=spec cerulean-tables.test.js 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-# The spec reporter's totals: "ℹ pass N" / "ℹ fail N".
-read -r p f < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ℹ pass [0-9]+/ { p = $3 } /^ℹ fail [0-9]+/ { f = $3 }
-  END { print p + 0, f + 0 }')
-rm -f "$log"
-passed=$((passed + p))
-failed=$((failed + f))
-((status != 0 && f == 0)) && failed=$((failed + 1))
 
-if npx --no-install tsc --noEmit --strict --target es2022 --module nodenext --moduleResolution nodenext \
-  --types node types.ts; then
-  echo "ok - types.ts compiles against the package's index.d.ts (tsc --strict)"
-  passed=$((passed + 1))
-else
-  echo "not ok - types.ts compiles against the package's index.d.ts (tsc --strict)"
-  failed=$((failed + 1))
-fi
+# Runs node --test on the files $2... in the project $1 and adds up the spec reporter's totals.
+run_tests() {
+  local dir=$scratch/$1 log status p f
+  shift
+  log=$(mktemp)
+  (cd "$dir" && timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" node --test --test-reporter=spec "$@") 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  # "ℹ pass N" / "ℹ fail N".
+  read -r p f < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ℹ pass [0-9]+/ { p = $3 } /^ℹ fail [0-9]+/ { f = $3 }
+    END { print p + 0, f + 0 }')
+  rm -f "$log"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  ((status != 0 && f == 0)) && failed=$((failed + 1))
+}
+
+# Compiles $2 in the project $1 with tsc --strict, the library check included.
+check_types() {
+  local what="$2 compiles against the package's index.d.ts in the project $1 (tsc --strict)"
+  if (cd "$scratch/$1" && npx --no-install tsc --noEmit --strict --target es2022 --module nodenext \
+    --moduleResolution nodenext --types node "$2"); then
+    echo "ok - $what"
+    passed=$((passed + 1))
+  else
+    echo "not ok - $what"
+    failed=$((failed + 1))
+  fi
+}
+
+make_project with-sdk "@azure/data-tables@$data_tables" typescript@5 @types/node@20
+cp "$here"/node/cerulean-tables.test.js "$here"/node/fixture.test.js "$here"/node/types.ts "$scratch/with-sdk/"
+make_project without-sdk typescript@5 @types/node@20
+cp "$here"/node/no-sdk.test.js "$here"/node/types-no-sdk.ts "$scratch/without-sdk/"
+
+run_tests with-sdk cerulean-tables.test.js fixture.test.js
+check_types with-sdk types.ts
+run_tests without-sdk no-sdk.test.js
+check_types without-sdk types-no-sdk.ts
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

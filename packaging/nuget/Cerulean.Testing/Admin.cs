@@ -21,7 +21,7 @@ public enum FaultDrop
 /// <summary>One rule of <c>/_faults</c>: which requests it matches and what it does to them. Leave a
 /// matcher null to match any. The action is an Azure error (<see cref="Status"/> and
 /// <see cref="Code"/>), a dropped connection (<see cref="Drop"/>), or a <see cref="Delay"/> alone.
-/// <see cref="Matched"/> and <see cref="Fired"/> are filled in by <see cref="CeruleanServer.GetFaultsAsync"/>.</summary>
+/// A rule holds inputs only; what the server reports about it is a <see cref="FaultRuleStatus"/>.</summary>
 public sealed class FaultRule
 {
     /// <summary>An operation as the access log names it: <c>InsertEntity</c>, <c>QueryEntities</c>,
@@ -62,12 +62,6 @@ public sealed class FaultRule
     /// <summary>The seed of <see cref="Probability"/> (default 0).</summary>
     public ulong? Seed { get; set; }
 
-    /// <summary>Requests that matched this rule while it could still fire (read back from the server).</summary>
-    public long Matched { get; init; }
-
-    /// <summary>Requests this rule acted on (read back from the server).</summary>
-    public long Fired { get; init; }
-
     /// <summary>A rule that answers <paramref name="operation"/> with an Azure error, e.g.
     /// <c>FaultRule.Error("InsertEntity", 503, "ServerBusy", count: 2)</c>.</summary>
     public static FaultRule Error(string operation, int status, string code, long? count = null) =>
@@ -105,9 +99,18 @@ public sealed class FaultRule
         Skip = (long?)j["skip"],
         Probability = (double?)j["probability"],
         Seed = (ulong?)j["seed"],
-        Matched = (long?)j["matched"] ?? 0,
-        Fired = (long?)j["fired"] ?? 0,
     };
+}
+
+/// <summary>A fault rule as the server lists it: the rule, its account, and its counters.</summary>
+/// <param name="Rule">The rule as set.</param>
+/// <param name="Account">The account whose requests it matches.</param>
+/// <param name="Matched">Requests that matched it while it could still fire.</param>
+/// <param name="Fired">Requests it acted on.</param>
+public sealed record FaultRuleStatus(FaultRule Rule, string Account, long Matched, long Fired)
+{
+    internal static FaultRuleStatus FromJson(JsonNode j) =>
+        new(FaultRule.FromJson(j), (string?)j["account"] ?? "", (long?)j["matched"] ?? 0, (long?)j["fired"] ?? 0);
 }
 
 /// <summary>A saved snapshot of the account: its name, when it was saved, and what it holds.</summary>

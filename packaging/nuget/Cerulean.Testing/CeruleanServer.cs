@@ -1,7 +1,8 @@
+using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Runtime.InteropServices;
+using System.Security.Cryptography;
 using System.Text;
-using System.Text.Json.Nodes;
 using System.Text.RegularExpressions;
 using Azure.Data.Tables;
 
@@ -27,20 +28,34 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
     private static partial Regex ReadyLine();
 
     readonly Process _process;
-    readonly AdminClient _admin;
     readonly string? _temporaryDirectory;
-    readonly Lazy<TableServiceClient> _serviceClient;
+    readonly ConcurrentQueue<(string Name, string Key)> _pool;
+    readonly SemaphoreSlim _available;
     int _disposed;
 
-    CeruleanServer(Process process, Uri serviceUri, TimeSpan startupTime, string? temporaryDirectory)
+    CeruleanServer(Process process, Uri serviceUri, TimeSpan startupTime, string? temporaryDirectory,
+                   IReadOnlyList<(string Name, string Key)> pool)
     {
         _process = process;
         ServiceUri = serviceUri;
         StartupTime = startupTime;
         _temporaryDirectory = temporaryDirectory;
-        _admin = new AdminClient(new Uri($"{serviceUri.Scheme}://{serviceUri.Authority}/"), Account, Key);
-        _serviceClient = new Lazy<TableServiceClient>(() => CreateTableServiceClient());
+        BaseUri = new Uri($"{serviceUri.Scheme}://{serviceUri.Authority}/");
+        DevelopmentAccount = new CeruleanAccount(BaseUri, Account, Key, null);
+        Accounts = pool.Count;
+        _pool = new(pool);
+        _available = new SemaphoreSlim(pool.Count);
     }
+
+    Uri BaseUri { get; }
+
+    /// <summary>The development account (<see cref="Account"/>, <see cref="Key"/>), which the
+    /// server's own client, reset, snapshot and fault calls act on.</summary>
+    public CeruleanAccount DevelopmentAccount { get; }
+
+    /// <summary>How many accounts <see cref="LeaseAccountAsync"/> hands out
+    /// (<see cref="CeruleanServerOptions.Accounts"/>).</summary>
+    public int Accounts { get; }
 
     /// <summary>The table endpoint, <c>http://127.0.0.1:PORT/devstoreaccount1</c>.</summary>
     public Uri ServiceUri { get; }
@@ -58,17 +73,16 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
     /// <summary>The server's process id.</summary>
     public int ProcessId => _process.Id;
 
-    /// <summary>A client for this server with the SDK's default options (created once).</summary>
-    public TableServiceClient TableServiceClient => _serviceClient.Value;
+    /// <summary>A client for the development account with the SDK's default options (created once).</summary>
+    public TableServiceClient TableServiceClient => DevelopmentAccount.TableServiceClient;
 
-    /// <summary>A new client for this server, e.g. with a retry policy of its own.</summary>
+    /// <summary>A new client for the development account, e.g. with a retry policy of its own.</summary>
     public TableServiceClient CreateTableServiceClient(TableClientOptions? options = null) =>
-        new(ConnectionString, options ?? new TableClientOptions());
+        DevelopmentAccount.CreateTableServiceClient(options);
 
-    /// <summary>A client for one table of this server.</summary>
+    /// <summary>A client for one table of the development account.</summary>
     public TableClient GetTableClient(string tableName, TableClientOptions? options = null) =>
-        options == null ? TableServiceClient.GetTableClient(tableName)
-                        : new TableClient(ConnectionString, tableName, options);
+        DevelopmentAccount.GetTableClient(tableName, options);
 
     /// <summary>Starts a server and waits until it listens.</summary>
     /// <exception cref="CeruleanBinaryNotFoundException">no server executable for this platform.</exception>
@@ -105,6 +119,17 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
         }
         if (!options.AccessLog) psi.ArgumentList.Add("--silent");
         foreach (string a in options.Arguments) psi.ArgumentList.Add(a);
+        if (options.Accounts < 0) throw new ArgumentOutOfRangeException(nameof(options), "Accounts must be 0 or more");
+        var pool = new List<(string Name, string Key)>();
+        for (int i = 1; i <= options.Accounts; ++i)
+            pool.Add(($"cerulean{i}", Convert.ToBase64String(RandomNumberGenerator.GetBytes(64))));
+        if (pool.Count > 0)
+        {
+            // AZURITE_ACCOUNTS declares accounts beside the development account.
+            string spec = string.Join(";", pool.Select(a => $"{a.Name}:{a.Key}"));
+            string? inherited = Environment.GetEnvironmentVariable("AZURITE_ACCOUNTS");
+            psi.Environment["AZURITE_ACCOUNTS"] = string.IsNullOrEmpty(inherited) ? spec : $"{inherited};{spec}";
+        }
 
         var ready = new TaskCompletionSource<Uri>(TaskCreationOptions.RunContinuationsAsynchronously);
         var early = new StringBuilder();
@@ -153,7 +178,7 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
                 throw new InvalidOperationException($"cerulean did not listen within {options.StartTimeout}:\n{early}", e);
             throw;
         }
-        var server = new CeruleanServer(process, serviceUri, clock.Elapsed, temporary);
+        var server = new CeruleanServer(process, serviceUri, clock.Elapsed, temporary, pool);
         // A test host that exits without disposing the server still stops it.
         AppDomain.CurrentDomain.ProcessExit += server.OnProcessExit;
         return server;
@@ -163,82 +188,76 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
     public static CeruleanServer Start(CeruleanServerOptions? options = null) =>
         StartAsync(options).GetAwaiter().GetResult();
 
-    /// <summary>Deletes every table of the account at once (snapshots stay).</summary>
+    /// <summary>Deletes every table of the development account at once (snapshots stay).</summary>
     public Task ResetAsync(CancellationToken cancellationToken = default) =>
-        _admin.SendAsync(HttpMethod.Post, $"/_reset/{Account}", null, cancellationToken);
+        DevelopmentAccount.ResetAsync(cancellationToken);
 
-    /// <summary>Saves the account's tables, entities (with their ETags and Timestamps), ACLs and
-    /// service properties as <paramref name="name"/>, replacing a snapshot of that name.</summary>
-    public async Task<SnapshotInfo> SaveSnapshotAsync(string name, CancellationToken cancellationToken = default)
-    {
-        JsonNode j = (await _admin.SendAsync(HttpMethod.Put, SnapshotPath(name), null, cancellationToken)
-                          .ConfigureAwait(false))!;
-        return ParseSnapshot(j);
-    }
+    /// <summary>Saves the development account as <paramref name="name"/> (see
+    /// <see cref="CeruleanAccount.SaveSnapshotAsync"/>).</summary>
+    public Task<SnapshotInfo> SaveSnapshotAsync(string name, CancellationToken cancellationToken = default) =>
+        DevelopmentAccount.SaveSnapshotAsync(name, cancellationToken);
 
-    /// <summary>Brings the account back to exactly the state saved as <paramref name="name"/>,
-    /// atomically; costs what was written since, not the size of the account.</summary>
+    /// <summary>Brings the development account back to the state saved as <paramref name="name"/>
+    /// (see <see cref="CeruleanAccount.RestoreSnapshotAsync"/>).</summary>
     /// <exception cref="Azure.RequestFailedException">404 when there is no such snapshot.</exception>
-    public async Task<SnapshotRestoreResult> RestoreSnapshotAsync(string name, CancellationToken cancellationToken = default)
-    {
-        JsonNode j = (await _admin.SendAsync(HttpMethod.Post, SnapshotPath(name) + "/restore", null, cancellationToken)
-                          .ConfigureAwait(false))!;
-        return new SnapshotRestoreResult((string)j["name"]!, (long)j["tablesKept"]!, (long)j["tablesPatched"]!,
-                                         (long)j["tablesCopied"]!, (long)j["entitiesCopied"]!);
-    }
+    public Task<SnapshotRestoreResult> RestoreSnapshotAsync(string name, CancellationToken cancellationToken = default) =>
+        DevelopmentAccount.RestoreSnapshotAsync(name, cancellationToken);
 
-    /// <summary>The account's snapshots.</summary>
-    public async Task<IReadOnlyList<SnapshotInfo>> ListSnapshotsAsync(CancellationToken cancellationToken = default)
-    {
-        JsonNode j = (await _admin.SendAsync(HttpMethod.Get, $"/_snapshots/{Account}", null, cancellationToken)
-                          .ConfigureAwait(false))!;
-        return j["snapshots"]!.AsArray().Select(s => ParseSnapshot(s!)).ToList();
-    }
+    /// <summary>The development account's snapshots.</summary>
+    public Task<IReadOnlyList<SnapshotInfo>> ListSnapshotsAsync(CancellationToken cancellationToken = default) =>
+        DevelopmentAccount.ListSnapshotsAsync(cancellationToken);
 
-    /// <summary>Deletes a snapshot.</summary>
+    /// <summary>Deletes a snapshot of the development account.</summary>
     /// <exception cref="Azure.RequestFailedException">404 when there is no such snapshot.</exception>
     public Task DeleteSnapshotAsync(string name, CancellationToken cancellationToken = default) =>
-        _admin.SendAsync(HttpMethod.Delete, SnapshotPath(name), null, cancellationToken);
+        DevelopmentAccount.DeleteSnapshotAsync(name, cancellationToken);
 
-    /// <summary>Replaces the account's fault rules; they are tried in order, the first that
-    /// matches and fires decides.</summary>
-    /// <exception cref="Azure.RequestFailedException">400 <c>InvalidInput</c> for a rule the server
-    /// refuses (its message names the rule and the field).</exception>
-    public Task SetFaultsAsync(IEnumerable<FaultRule> rules, CancellationToken cancellationToken = default)
-    {
-        var array = new JsonArray();
-        foreach (FaultRule r in rules) array.Add(r.ToJson());
-        return _admin.SendAsync(HttpMethod.Put, $"/_faults/{Account}", new JsonObject { ["rules"] = array },
-                                cancellationToken);
-    }
+    /// <summary>Replaces the development account's fault rules and returns them as the server
+    /// lists them, with their counters.</summary>
+    /// <exception cref="Azure.RequestFailedException">400 <c>InvalidInput</c> for a rule the server refuses.</exception>
+    public Task<IReadOnlyList<FaultRuleStatus>> SetFaultsAsync(IEnumerable<FaultRule> rules,
+                                                               CancellationToken cancellationToken = default) =>
+        DevelopmentAccount.SetFaultsAsync(rules, cancellationToken);
 
-    /// <summary>Sets one fault rule (replacing the others).</summary>
-    public Task SetFaultsAsync(params FaultRule[] rules) => SetFaultsAsync((IEnumerable<FaultRule>)rules);
+    /// <summary>Replaces the development account's fault rules with these.</summary>
+    public Task<IReadOnlyList<FaultRuleStatus>> SetFaultsAsync(params FaultRule[] rules) =>
+        DevelopmentAccount.SetFaultsAsync(rules);
 
-    /// <summary>The account's fault rules with how often each matched and fired.</summary>
-    public async Task<IReadOnlyList<FaultRule>> GetFaultsAsync(CancellationToken cancellationToken = default)
-    {
-        JsonNode j = (await _admin.SendAsync(HttpMethod.Get, $"/_faults/{Account}", null, cancellationToken)
-                          .ConfigureAwait(false))!;
-        return j["rules"]!.AsArray().Select(r => FaultRule.FromJson(r!)).ToList();
-    }
+    /// <summary>The development account's fault rules with how often each matched and fired.</summary>
+    public Task<IReadOnlyList<FaultRuleStatus>> GetFaultsAsync(CancellationToken cancellationToken = default) =>
+        DevelopmentAccount.GetFaultsAsync(cancellationToken);
 
-    /// <summary>Removes the account's fault rules.</summary>
+    /// <summary>Removes the development account's fault rules.</summary>
     public Task ClearFaultsAsync(CancellationToken cancellationToken = default) =>
-        _admin.SendAsync(HttpMethod.Delete, $"/_faults/{Account}", null, cancellationToken);
+        DevelopmentAccount.ClearFaultsAsync(cancellationToken);
 
-    static string SnapshotPath(string name) => $"/_snapshots/{Account}/{Uri.EscapeDataString(name)}";
+    /// <summary>One of the <see cref="CeruleanServerOptions.Accounts"/> accounts the server was
+    /// started with, for the caller alone until it disposes it (which empties it and gives it
+    /// back); waits while all are leased.</summary>
+    /// <exception cref="InvalidOperationException">the server was started without accounts.</exception>
+    public async Task<CeruleanAccount> LeaseAccountAsync(CancellationToken cancellationToken = default)
+    {
+        if (Accounts == 0)
+            throw new InvalidOperationException(
+                "LeaseAccountAsync needs a server started with CeruleanServerOptions.Accounts above 0");
+        await _available.WaitAsync(cancellationToken).ConfigureAwait(false);
+        if (!_pool.TryDequeue(out var next)) throw new InvalidOperationException("no free account after a granted lease");
+        return new CeruleanAccount(BaseUri, next.Name, next.Key, GiveBack);
+    }
 
-    static SnapshotInfo ParseSnapshot(JsonNode j) =>
-        new((string)j["name"]!, DateTimeOffset.Parse((string)j["created"]!, System.Globalization.CultureInfo.InvariantCulture),
-            (long)j["tables"]!, (long)j["entities"]!);
+    ValueTask GiveBack(CeruleanAccount account)
+    {
+        _pool.Enqueue((account.Name, account.Key));
+        _available.Release();
+        return ValueTask.CompletedTask;
+    }
 
     /// <summary>Stops the server (SIGTERM, then SIGKILL after 5 s) and deletes its temporary directory.</summary>
     public async ValueTask DisposeAsync()
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
         AppDomain.CurrentDomain.ProcessExit -= OnProcessExit;
-        _admin.Dispose();
+        DevelopmentAccount.DisposeClient();
         if (!_process.HasExited)
         {
             Terminate(_process);

@@ -40,6 +40,10 @@ public sealed class CeruleanServerOptions
     /// thread.</summary>
     public Action<string>? Output { get; set; }
 
+    /// <summary>How many accounts to serve beside the development account, for
+    /// <see cref="CeruleanServer.LeaseAccountAsync"/> (default 0).</summary>
+    public int Accounts { get; set; }
+
     /// <summary>How long to wait for the server's start-up line.</summary>
     public TimeSpan StartTimeout { get; set; } = TimeSpan.FromSeconds(30);
 }

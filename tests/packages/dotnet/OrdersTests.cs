@@ -138,10 +138,11 @@ public sealed class OrdersTests : IClassFixture<OrdersFixture>, IAsyncLifetime
     [Fact]
     public async Task The_sdk_retry_policy_rides_out_injected_503s()
     {
-        await _server.SetFaultsAsync(new FaultRule
+        FaultRuleStatus set = Assert.Single(await _server.SetFaultsAsync(new FaultRule
         {
             Operation = "InsertEntity", Table = "orders", Status = 503, Code = "ServerBusy", Count = 2,
-        });
+        }));
+        Assert.Equal((0L, 0L, "devstoreaccount1", 2L), (set.Matched, set.Fired, set.Account, set.Rule.Count!.Value));
         var options = new TableClientOptions();
         options.Retry.Mode = RetryMode.Fixed;
         options.Retry.Delay = TimeSpan.FromMilliseconds(10);
@@ -150,7 +151,7 @@ public sealed class OrdersTests : IClassFixture<OrdersFixture>, IAsyncLifetime
 
         await orders.AddEntityAsync(new TableEntity("erin", "001") { ["Amount"] = 3.0 });
 
-        FaultRule rule = Assert.Single(await _server.GetFaultsAsync());
+        FaultRuleStatus rule = Assert.Single(await _server.GetFaultsAsync());
         Assert.Equal(2, rule.Fired);  // two attempts answered 503, the third went through
         Assert.Equal(2, rule.Matched);  // a spent rule matches no more
         Assert.Equal(3.0, (await orders.GetEntityAsync<TableEntity>("erin", "001")).Value.GetDouble("Amount"));
