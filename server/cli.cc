@@ -18,7 +18,10 @@ constexpr const char* kUsage =
     "       cerulean import [--file F]               load JSON Lines\n"
     "       cerulean reset                           delete all tables of the account\n"
     "       cerulean snapshot save|restore|delete NAME | list\n"
-    "                                                snapshots of the account, offline\n\n"
+    "                                                snapshots of the account, offline\n"
+    "       cerulean health [--tableHost H] [--tablePort P]\n"
+    "                                                exit 0 iff the server there answers GET\n"
+    "                                                /_health with 200 (plain HTTP)\n\n"
     "Options (compatible with azurite-table)";
 
 // ParseCli, with the options described into `desc`.
@@ -73,6 +76,9 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
       "export/import/reset/snapshot: the account (default devstoreaccount1)")(
       "table", po::value(&out->tables)->multitoken(), "export: only these tables")(
       "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
+      "exitWithParent", po::bool_switch(&out->exit_with_parent),
+      "stop, as on SIGTERM, when standard input ends: started with a pipe whose write end "
+      "only the parent holds, the server ends with the parent however it ends")(
       "version,v", po::bool_switch(&out->version), "print the version")(
       "help,h", po::bool_switch(&out->help), "print this help");
   try {
