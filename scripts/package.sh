@@ -3,18 +3,23 @@
 #
 #   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
 #   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
-#   cerulean-tables-<version>.tgz      the server, the `cerulean` command and a JavaScript API (packaging/npm/)
+#   cerulean-tables-<version>.tgz      the `cerulean` command and a JavaScript API (packaging/npm/)
+#   cerulean-tables-<platform>-<version>.tgz
+#                                      the server of one platform (@cerulean-tables/<platform>)
 #
 # The .deb carries the Release build of ${BUILD_DIR:-build} and depends on Debian's shared
-# libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server (the CMake
-# target cerulean_portable: glibc 2.34 or newer and nothing else), built from the same
-# objects; its simdjson.cpp comes from Debian's source package of the installed libsimdjson-dev.
-# <version> is the CMake project version.
+# libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server for linux-x64
+# (the CMake target cerulean_portable: glibc 2.34 or newer and nothing else), built from the
+# same objects; its simdjson.cpp comes from Debian's source package of the installed
+# libsimdjson-dev. They also carry every other platform's server that scripts/cross.sh TARGET
+# built, as $CROSS_DIR/TARGET/cerulean (cerulean.exe for win-x64); a platform without one is
+# left out. <version> is the CMake project version.
 #
 #   bash scripts/package.sh            # all three
 #   bash scripts/package.sh deb npm    # some of them (deb, nuget, npm)
 #
-# Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc).
+# Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc),
+# CROSS_DIR (default build/cross).
 # Installs dpkg-dev when dpkg-shlibdeps is missing; needs dotnet for nuget and npm for npm.
 set -euo pipefail
 
@@ -38,6 +43,19 @@ wants() {
 }
 
 log() { printf 'package: %s\n' "$*" >&2; }
+
+# The servers of scripts/cross.sh: $cross/TARGET/cerulean (cerulean.exe for win-x64).
+cross=${CROSS_DIR:-$repo/build/cross}
+[[ $cross == /* ]] || cross=$repo/$cross
+
+# The notices for the server of TARGET: those cross.sh wrote beside it, else the portable build's.
+target_notices() {
+  if [[ $1 != linux-x64 && -f $cross/$1/THIRD-PARTY-NOTICES.txt ]]; then
+    cat "$cross/$1/THIRD-PARTY-NOTICES.txt"
+  else
+    cat "$portable_notices"
+  fi
+}
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
@@ -194,22 +212,58 @@ if wants nuget; then
   rm -f "$dist"/Cerulean.Testing.*.nupkg
   dotnet pack packaging/nuget/Cerulean.Testing/Cerulean.Testing.csproj -c Release --nologo -v quiet \
     --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
-    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
-  log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg"
+    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" -p:CeruleanCrossDir="$cross" >/dev/null
+  rids=$(unzip -Z1 "$dist/Cerulean.Testing.$version.nupkg" 'runtimes/*' | cut -d/ -f2 | sort -u | tr '\n' ' ')
+  log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg (runtimes: $rids)"
 fi
 
-# --- npm package --------------------------------------------------------------------
+# --- npm packages -------------------------------------------------------------------
+# One package per platform whose server exists (packaging/npm/lib/platforms.js: linux-x64 is the
+# portable build, the others $cross/TARGET/), then the main package listing exactly those as
+# optionalDependencies at its own version.
 if wants npm; then
   command -v npm >/dev/null 2>&1 || { echo "package: npm is needed for npm" >&2; exit 1; }
-  pkg=$work/stage/npm
-  mkdir -p "$pkg/bin" "$pkg/native/linux-x64"
-  cp packaging/npm/package.json packaging/npm/index.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
-  cp packaging/npm/bin/cerulean.js "$pkg/bin/"
-  cp "$portable_notices" "$pkg/THIRD-PARTY-NOTICES.txt"
-  strip --strip-unneeded -o "$pkg/native/linux-x64/cerulean" "$build_dir/portable/cerulean"
-  chmod 0755 "$pkg/native/linux-x64/cerulean" "$pkg/bin/cerulean.js"
-  (cd "$pkg" && npm pkg set version="$version" >/dev/null)
   rm -f "$dist"/cerulean-tables-*.tgz
+  packed=()
+  while read -r target name executable; do
+    if [[ $target == linux-x64 ]]; then
+      server=$build_dir/portable/cerulean
+    else
+      server=$cross/$target/$executable
+      [[ -f $server ]] || { log "npm: no $server, so no $name"; continue; }
+    fi
+    pkg=$work/stage/npm-$target
+    mkdir -p "$pkg/bin"
+    if [[ $target == linux-x64 ]]; then
+      strip --strip-unneeded -o "$pkg/bin/$executable" "$server"
+    else
+      cp "$server" "$pkg/bin/$executable"
+    fi
+    chmod 0755 "$pkg/bin/$executable"
+    target_notices $target >"$pkg/THIRD-PARTY-NOTICES.txt"
+    node packaging/npm/lib/platforms.js manifest "$target" "$version" >"$pkg/package.json"
+    printf '# %s\n\nThe Cerulean server executable for one platform, installed by the package `cerulean-tables` as an\noptional dependency on that platform only. Use `cerulean-tables`.\n' "$name" >"$pkg/README.md"
+    (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
+    packed+=("$name")
+    tarball=${name#@}
+    tarball=$dist/${tarball/\//-}-$version.tgz  # npm pack's name for @scope/name
+    log "$(du -h "$tarball" | cut -f1) $tarball"
+  done < <(node packaging/npm/lib/platforms.js)
+
+  pkg=$work/stage/npm
+  mkdir -p "$pkg/bin" "$pkg/lib"
+  cp packaging/npm/package.json packaging/npm/index.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
+  cp packaging/npm/lib/*.js "$pkg/lib/"
+  cp packaging/npm/bin/cerulean.js "$pkg/bin/"
+  chmod 0755 "$pkg/bin/cerulean.js"
+  (cd "$pkg" && npm pkg set version="$version" >/dev/null)
+  node -e '
+    const fs = require("node:fs");
+    const [file, version, ...names] = process.argv.slice(1);
+    const manifest = JSON.parse(fs.readFileSync(file, "utf8"));
+    manifest.optionalDependencies = Object.fromEntries(names.map((n) => [n, version]));
+    fs.writeFileSync(file, JSON.stringify(manifest, null, 2) + "\n");
+  ' "$pkg/package.json" "$version" "${packed[@]}"
   (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
-  log "$(du -h "$dist/cerulean-tables-$version.tgz" | cut -f1) $dist/cerulean-tables-$version.tgz"
+  log "$(du -h "$dist/cerulean-tables-$version.tgz" | cut -f1) $dist/cerulean-tables-$version.tgz (${packed[*]})"
 fi

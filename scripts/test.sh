@@ -213,6 +213,7 @@ if wants packages; then
     run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
     run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
     run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
+    run_suite packages-node-platforms "$e2e_timeout" bash tests/packages/node-platforms.sh
     run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
   else
     record package-build 0 1 "scripts/package.sh failed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs dist/cerulean-tables-<version>.tgz into a scratch npm project as a user would
-# (`npm install <tarball> @azure/data-tables`, from the machine's configured registry), runs
-# tests/packages/node/cerulean-tables.test.js there with node --test, and compiles
+# (`npm install <tarball> @azure/data-tables`, from the machine's configured registry; its
+# platform packages from dist/, through node/registry.js), runs
+# tests/packages/node/cerulean-tables.test.js and parent-death.test.js there with node --test, and compiles
 # tests/packages/node/types.ts against the package's types with tsc --strict.
 # Ends with "N passed, N failed"; exits non-zero iff something failed.
 #   bash tests/packages/node.sh
@@ -22,25 +23,32 @@ give_up() {
 }
 
 command -v npm >/dev/null || give_up "npm is not installed"
-tarball=$(ls "$dist"/cerulean-tables-*.tgz 2>/dev/null | head -n1)
+tarball=$(ls "$dist"/cerulean-tables-[0-9]*.tgz 2>/dev/null | head -n1)
 [[ -f $tarball ]] || give_up "no cerulean-tables package in $dist (bash scripts/package.sh npm)"
 data_tables=$(node -p 'require(process.argv[1]).dependencies["@azure/data-tables"]' "$repo/tests/e2e/node/package.json")
 
 project=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-npm-sample.XXXXXX")
-trap 'rm -rf "$project"' EXIT
-cp "$here"/node/cerulean-tables.test.js "$here"/node/types.ts "$project/"
+# shellcheck source=node/registry.sh
+source "$here/node/registry.sh"
+trap 'stop_registry; rm -rf "$project"' EXIT
+# The platform packages (@cerulean-tables/*) come from dist/ through a registry on 127.0.0.1 for
+# their scope; npm picks the one for this machine as it would from a public registry.
+platform_tarballs=("$dist"/cerulean-tables-[a-z]*-*.tgz)
+[[ -f ${platform_tarballs[0]} ]] || give_up "no platform package (cerulean-tables-PLATFORM-*.tgz) in $dist"
+start_registry "$project" "${platform_tarballs[@]}" || give_up "the local registry did not start"
+cp "$here"/node/cerulean-tables.test.js "$here"/node/parent-death.test.js "$here"/node/types.ts "$project/"
 cd "$project" || give_up "no scratch project"
 cat >package.json <<'EOF'
 { "name": "cerulean-tables-sample", "version": "1.0.0", "private": true }
 EOF
-npm install --no-audit --no-fund --loglevel=error --prefer-offline \
+npm install --no-audit --no-fund --loglevel=error --prefer-offline --@cerulean-tables:registry="$registry" \
   "$tarball" "@azure/data-tables@$data_tables" typescript@5 @types/node@20 >/dev/null ||
   give_up "npm install of $tarball failed"
 
 passed=0
 failed=0
 log=$(mktemp)
-timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" node --test --test-reporter=spec cerulean-tables.test.js 2>&1 | tee "$log"
+timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" node --test --test-reporter=spec cerulean-tables.test.js parent-death.test.js 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # The spec reporter's totals: "ℹ pass N" / "ℹ fail N".
 read -r p f < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ℹ pass [0-9]+/ { p = $3 } /^ℹ fail [0-9]+/ { f = $3 }
