@@ -162,12 +162,22 @@ if wants deb; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev
   fi
-  root=$work/stage/deb
-  src=packaging/debian
+# Builds dist/cerulean_<version>_ARCH.deb around the server SERVER (the Debian architecture's
+# own; dpkg-shlibdeps finds its libraries among the installed packages of that architecture).
+make_deb() {
+  local arch=$1 server=$2
+  local root=$work/stage/deb-$arch src=packaging/debian
+  rm -rf "$root"
   install -d "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/default" \
     "$root/usr/share/doc/cerulean" "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
-  install -m 0755 "$build_dir/cerulean" "$root/usr/bin/cerulean"
-  strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/cerulean"
+  install -m 0755 "$server" "$root/usr/bin/cerulean"
+  local strip_tool=strip
+  [[ $arch == arm64 ]] && strip_tool=aarch64-linux-gnu-strip
+  if command -v "$strip_tool" >/dev/null 2>&1; then
+    "$strip_tool" --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/cerulean"
+  else
+    log "deb $arch: no $strip_tool; the server goes in as cross.sh built it"
+  fi
   install -m 0644 "$src/cerulean.service" "$root/lib/systemd/system/cerulean.service"
   install -m 0644 "$src/cerulean.default" "$root/etc/default/cerulean"
   install -m 0644 "$src/lintian-overrides" "$root/usr/share/lintian/overrides/cerulean"
@@ -179,6 +189,7 @@ if wants deb; then
     cat "$notices"
   } >"$root/usr/share/doc/cerulean/copyright"
   # One changelog entry for the build, dated by its commit.
+  local commit_date commit maintainer script shlib depends installed_size deb
   commit_date=$(git log -1 --format=%cD 2>/dev/null || date -R)
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   maintainer=$(sed -n 's/^Maintainer: //p' "$src/control")
@@ -189,17 +200,27 @@ if wants deb; then
   install -m 0644 "$src/conffiles" "$root/DEBIAN/conffiles"
 
   # Depends from the shared libraries the binary links (dpkg-shlibdeps reads debian/control).
-  shlib=$work/stage/shlibdeps
+  shlib=$work/stage/shlibdeps-$arch
   mkdir -p "$shlib/debian"
   printf 'Source: cerulean\n\nPackage: cerulean\nArchitecture: any\n' >"$shlib/debian/control"
-  depends=$(cd "$shlib" && dpkg-shlibdeps -O "$root/usr/bin/cerulean" | sed -n 's/^shlibs:Depends=//p')
+  depends=$(cd "$shlib" && DEB_HOST_ARCH=$arch dpkg-shlibdeps -O "$root/usr/bin/cerulean" | sed -n 's/^shlibs:Depends=//p')
+  [[ -n $depends ]] || { echo "package: dpkg-shlibdeps found no Depends for the $arch server (are the $arch libraries it links installed?)" >&2; return 1; }
   installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
-  sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/$depends/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
+  sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@DEPENDS@/$depends/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
     "$src/control" >"$root/DEBIAN/control"
   (cd "$root" && find usr lib etc -type f ! -path 'etc/*' -exec md5sum {} + | sort -k2) >"$root/DEBIAN/md5sums"
-  deb=$dist/cerulean_${version}_amd64.deb
+  deb=$dist/cerulean_${version}_$arch.deb
   dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
   log "$(du -h "$deb" | cut -f1) $deb"
+}
+  rm -f "$dist"/cerulean_*.deb
+  make_deb amd64 "$build_dir/cerulean"
+  # arm64: the glibc server of scripts/cross.sh linux-arm64, when it was built.
+  if [[ -f $cross/linux-arm64/cerulean ]]; then
+    make_deb arm64 "$cross/linux-arm64/cerulean"
+  else
+    log "deb: no $cross/linux-arm64/cerulean, so no arm64 package"
+  fi
 fi
 
 # --- NuGet package ------------------------------------------------------------------

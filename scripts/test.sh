@@ -211,6 +211,7 @@ if wants packages; then
   if run_logged "$log_dir/package-build.log" bash scripts/package.sh; then
     record package-build 1 0
     run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
+    run_suite packages-deb-arm64 "$e2e_timeout" bash tests/packages/deb-arm64.sh
     run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
     run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
     run_suite packages-node-platforms "$e2e_timeout" bash tests/packages/node-platforms.sh
