@@ -197,6 +197,8 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
+    # The multi-arch image of the static musl servers (scripts/image.sh); skips without them.
+    run_suite container-static "$container_timeout" bash tests/container/static.sh
   fi
 fi
 
