@@ -32,7 +32,7 @@ cp "$notices" "$context/THIRD-PARTY-NOTICES.txt"
 # has no HEALTHCHECK.
 podman manifest exists "$image" 2>/dev/null && podman manifest rm "$image" >/dev/null
 for arch in amd64 arm64; do
-  podman build --pull=never --runtime runc --isolation chroot --format docker --platform "linux/$arch" \
+  podman build --pull=never --layers=false --runtime runc --isolation chroot --format docker --platform "linux/$arch" \
     -t "$image-$arch" -f docker/static.Dockerfile "$context" >&2
 done
 podman manifest create "$image" >/dev/null

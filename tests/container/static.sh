@@ -112,45 +112,19 @@ echo "# amd64 image: $((size / 1024)) KiB"
 container=$(buildah from --pull-never "$amd64" 2>"$work/from.log") || { cat "$work/from.log"; container=""; fail "working container"; finish; }
 check "the image holds no shell" bash -c '! buildah run --isolation chroot "$1" /bin/sh -c true >/dev/null 2>&1' _ "$container"
 
+# shellcheck source=serve.sh
+source "$here/serve.sh"
 start_server() {
-  local log="$work/server$1.log"
-  : >"$log"
-  buildah run --isolation chroot --network host --user 65532:65532 "$container" \
-    /usr/local/bin/cerulean --tableHost 0.0.0.0 --location /data --tablePort 0 >"$log" 2>&1 &
-  buildah_pid=$!
-  port=""
-  for _ in $(seq 1 300); do
-    port=$(sed -n 's/.*successfully listening at http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$log" | head -1)
-    [ -n "$port" ] && return 0
-    kill -0 "$buildah_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
-}
-server_pid() {
-  local queue=("$1") p
-  while [ "${#queue[@]}" != 0 ]; do
-    p="${queue[0]}"
-    queue=("${queue[@]:1}")
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = cerulean ] && { echo "$p"; return 0; }
-    queue+=($(pgrep -P "$p" || true))
-  done
-  return 1
-}
-stop_server() {
-  local pid
-  pid=$(server_pid "$buildah_pid") || { fail "$1" "server process not found"; return; }
-  kill -TERM "$pid"
-  if wait "$buildah_pid"; then pass "$1"; else fail "$1" "exit status $?"; fi
-  buildah_pid=""
+  serve_in_container "$1" /usr/local/bin/cerulean --tableHost 0.0.0.0 --location /data --tablePort 0
 }
 
 table="static$(date +%s)$RANDOM"
 if start_server 1; then
-  pass "the server starts as user 65532 with its data in /data (port $port)"
+  pass "the server starts with its data in /data (port $port)"
+  check "it runs as the image's user, uid 65532" \
+    bash -c '[[ $(awk "/^Uid:/ { print \$2 }" /proc/"$1"/status) == 65532 ]]' _ "$(server_pid "$buildah_pid")"
   check "its HEALTHCHECK command succeeds inside the image" \
-    timeout 30 buildah run --isolation chroot --network host --user 65532:65532 "$container" \
+    timeout 30 buildah run --isolation chroot --network host "$container" \
       /usr/local/bin/cerulean health --tableHost 127.0.0.1 --tablePort "$port"
   check "azure.data.tables writes and reads every type, transactions, paging" \
     timeout 120 "$python" "$here/smoke.py" "http://127.0.0.1:$port/devstoreaccount1" write "$table"
