@@ -2,6 +2,7 @@
 # Builds Cerulean's packages into dist/ (nothing is published):
 #
 #   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
+#   cerulean_<version>_arm64.deb       the same for arm64, when $CROSS_DIR/linux-arm64/cerulean exists
 #   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
 #   cerulean-tables-<version>.tgz      the `cerulean` command and a JavaScript API (packaging/npm/)
 #   cerulean-tables-<platform>-<version>.tgz
