@@ -2,20 +2,26 @@
 # Builds Cerulean's packages into dist/ (nothing is published):
 #
 #   cerulean_<version>_amd64.deb       the server as a Debian service (packaging/debian/)
+#   cerulean_<version>_arm64.deb       the same for arm64, when $CROSS_DIR/linux-arm64/cerulean exists
 #   Cerulean.Testing.<version>.nupkg   the server and a .NET API for tests (packaging/nuget/)
 #   Cerulean.Aspire.Hosting.<version>.nupkg   AddCerulean for an Aspire AppHost (packaging/nuget/)
-#   cerulean-tables-<version>.tgz      the server, the `cerulean` command and a JavaScript API (packaging/npm/)
+#   cerulean-tables-<version>.tgz      the `cerulean` command and a JavaScript API (packaging/npm/)
+#   cerulean-tables-<platform>-<version>.tgz
+#                                      the server of one platform (@cerulean-tables/<platform>)
 #
 # The .deb carries the Release build of ${BUILD_DIR:-build} and depends on Debian's shared
-# libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server (the CMake
-# target cerulean_portable: glibc 2.34 or newer and libgcc_s), built from the same
-# objects; its simdjson.cpp comes from Debian's source package of the installed libsimdjson-dev.
-# <version> is the CMake project version.
+# libraries (dpkg-shlibdeps). The NuGet and npm packages carry the portable server for linux-x64
+# (the CMake target cerulean_portable: glibc 2.34 or newer and libgcc_s), built from the
+# same objects; its simdjson.cpp comes from Debian's source package of the installed
+# libsimdjson-dev. They also carry every other platform's server that scripts/cross.sh TARGET
+# built, as $CROSS_DIR/TARGET/cerulean (cerulean.exe for win-x64); a platform without one is
+# left out. <version> is the CMake project version.
 #
 #   bash scripts/package.sh            # all of them
 #   bash scripts/package.sh deb npm    # some of them (deb, nuget, npm)
 #
-# Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc).
+# Environment: BUILD_DIR (default build), DIST_DIR (default dist), JOBS (default nproc),
+# CROSS_DIR (default build/cross).
 # Installs dpkg-dev when dpkg-shlibdeps is missing; needs dotnet for nuget and npm for npm.
 set -euo pipefail
 
@@ -39,6 +45,19 @@ wants() {
 }
 
 log() { printf 'package: %s\n' "$*" >&2; }
+
+# The servers of scripts/cross.sh: $cross/TARGET/cerulean (cerulean.exe for win-x64).
+cross=${CROSS_DIR:-$repo/build/cross}
+[[ $cross == /* ]] || cross=$repo/$cross
+
+# The notices for the server of TARGET: those cross.sh wrote beside it, else the portable build's.
+target_notices() {
+  if [[ $1 != linux-x64 && -f $cross/$1/THIRD-PARTY-NOTICES.txt ]]; then
+    cat "$cross/$1/THIRD-PARTY-NOTICES.txt"
+  else
+    cat "$portable_notices"
+  fi
+}
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
@@ -145,12 +164,22 @@ if wants deb; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev
   fi
-  root=$work/stage/deb
-  src=packaging/debian
+# Builds dist/cerulean_<version>_ARCH.deb around the server SERVER (the Debian architecture's
+# own; dpkg-shlibdeps finds its libraries among the installed packages of that architecture).
+make_deb() {
+  local arch=$1 server=$2
+  local root=$work/stage/deb-$arch src=packaging/debian
+  rm -rf "$root"
   install -d "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/default" \
     "$root/usr/share/doc/cerulean" "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
-  install -m 0755 "$build_dir/cerulean" "$root/usr/bin/cerulean"
-  strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/cerulean"
+  install -m 0755 "$server" "$root/usr/bin/cerulean"
+  local strip_tool=strip
+  [[ $arch == arm64 ]] && strip_tool=aarch64-linux-gnu-strip
+  if command -v "$strip_tool" >/dev/null 2>&1; then
+    "$strip_tool" --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/cerulean"
+  else
+    log "deb $arch: no $strip_tool; the server goes in as cross.sh built it"
+  fi
   install -m 0644 "$src/cerulean.service" "$root/lib/systemd/system/cerulean.service"
   install -m 0644 "$src/cerulean.default" "$root/etc/default/cerulean"
   install -m 0644 "$src/lintian-overrides" "$root/usr/share/lintian/overrides/cerulean"
@@ -162,6 +191,7 @@ if wants deb; then
     cat "$notices"
   } >"$root/usr/share/doc/cerulean/copyright"
   # One changelog entry for the build, dated by its commit.
+  local commit_date commit maintainer script shlib depends installed_size deb
   commit_date=$(git log -1 --format=%cD 2>/dev/null || date -R)
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   maintainer=$(sed -n 's/^Maintainer: //p' "$src/control")
@@ -172,17 +202,27 @@ if wants deb; then
   install -m 0644 "$src/conffiles" "$root/DEBIAN/conffiles"
 
   # Depends from the shared libraries the binary links (dpkg-shlibdeps reads debian/control).
-  shlib=$work/stage/shlibdeps
+  shlib=$work/stage/shlibdeps-$arch
   mkdir -p "$shlib/debian"
   printf 'Source: cerulean\n\nPackage: cerulean\nArchitecture: any\n' >"$shlib/debian/control"
-  depends=$(cd "$shlib" && dpkg-shlibdeps -O "$root/usr/bin/cerulean" | sed -n 's/^shlibs:Depends=//p')
+  depends=$(cd "$shlib" && DEB_HOST_ARCH=$arch dpkg-shlibdeps -O "$root/usr/bin/cerulean" | sed -n 's/^shlibs:Depends=//p')
+  [[ -n $depends ]] || { echo "package: dpkg-shlibdeps found no Depends for the $arch server (are the $arch libraries it links installed?)" >&2; return 1; }
   installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
-  sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/$depends/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
+  sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@DEPENDS@/$depends/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
     "$src/control" >"$root/DEBIAN/control"
   (cd "$root" && find usr lib etc -type f ! -path 'etc/*' -exec md5sum {} + | sort -k2) >"$root/DEBIAN/md5sums"
-  deb=$dist/cerulean_${version}_amd64.deb
+  deb=$dist/cerulean_${version}_$arch.deb
   dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
   log "$(du -h "$deb" | cut -f1) $deb"
+}
+  rm -f "$dist"/cerulean_*.deb
+  make_deb amd64 "$build_dir/cerulean"
+  # arm64: the glibc server of scripts/cross.sh linux-arm64, when it was built.
+  if [[ -f $cross/linux-arm64/cerulean ]]; then
+    make_deb arm64 "$cross/linux-arm64/cerulean"
+  else
+    log "deb: no $cross/linux-arm64/cerulean, so no arm64 package"
+  fi
 fi
 
 # --- NuGet package ------------------------------------------------------------------
@@ -195,8 +235,9 @@ if wants nuget; then
   rm -f "$dist"/Cerulean.Testing.*.nupkg
   dotnet pack packaging/nuget/Cerulean.Testing/Cerulean.Testing.csproj -c Release --nologo -v quiet \
     --artifacts-path "$work/nuget-artifacts" -o "$dist" -p:Version="$version" \
-    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" >/dev/null
-  log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg"
+    -p:CeruleanBinary="$native" -p:CeruleanNotices="$portable_notices" -p:CeruleanCrossDir="$cross" >/dev/null
+  rids=$(unzip -Z1 "$dist/Cerulean.Testing.$version.nupkg" 'runtimes/*' | cut -d/ -f2 | sort -u | tr '\n' ' ')
+  log "$(du -h "$dist/Cerulean.Testing.$version.nupkg" | cut -f1) $dist/Cerulean.Testing.$version.nupkg (runtimes: $rids)"
   # The Aspire integration: code only, it runs the server of Cerulean.Testing (a dependency).
   rm -f "$dist"/Cerulean.Aspire.Hosting.*.nupkg
   dotnet pack packaging/nuget/Cerulean.Aspire.Hosting/Cerulean.Aspire.Hosting.csproj -c Release --nologo -v quiet \
@@ -205,19 +246,55 @@ if wants nuget; then
   log "$(du -h "$dist/Cerulean.Aspire.Hosting.$version.nupkg" | cut -f1) $dist/Cerulean.Aspire.Hosting.$version.nupkg"
 fi
 
-# --- npm package --------------------------------------------------------------------
+# --- npm packages -------------------------------------------------------------------
+# One package per platform whose server exists (packaging/npm/lib/platforms.js: linux-x64 is the
+# portable build, the others $cross/TARGET/), then the main package listing exactly those as
+# optionalDependencies at its own version.
 if wants npm; then
   command -v npm >/dev/null 2>&1 || { echo "package: npm is needed for npm" >&2; exit 1; }
+  rm -f "$dist"/cerulean-tables-*.tgz
+  packed=()
+  while read -r target name executable; do
+    if [[ $target == linux-x64 ]]; then
+      server=$build_dir/portable/cerulean
+    else
+      server=$cross/$target/$executable
+      [[ -f $server ]] || { log "npm: no $server, so no $name"; continue; }
+    fi
+    pkg=$work/stage/npm-$target
+    mkdir -p "$pkg/bin"
+    if [[ $target == linux-x64 ]]; then
+      strip --strip-unneeded -o "$pkg/bin/$executable" "$server"
+    else
+      cp "$server" "$pkg/bin/$executable"
+    fi
+    chmod 0755 "$pkg/bin/$executable"
+    cp packaging/debian/copyright "$pkg/LICENSE"
+    target_notices $target >"$pkg/THIRD-PARTY-NOTICES.txt"
+    node packaging/npm/lib/platforms.js manifest "$target" "$version" >"$pkg/package.json"
+    printf '# %s\n\nThe Cerulean server executable for one platform, installed by the package `cerulean-tables` as an\noptional dependency on that platform only. Use `cerulean-tables`.\n' "$name" >"$pkg/README.md"
+    (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
+    packed+=("$name")
+    tarball=${name#@}
+    tarball=$dist/${tarball/\//-}-$version.tgz  # npm pack's name for @scope/name
+    log "$(du -h "$tarball" | cut -f1) $tarball"
+  done < <(node packaging/npm/lib/platforms.js)
+
   pkg=$work/stage/npm
-  mkdir -p "$pkg/bin" "$pkg/native/linux-x64"
+  mkdir -p "$pkg/bin" "$pkg/lib"
   cp packaging/npm/package.json packaging/npm/*.js packaging/npm/index.d.ts packaging/npm/README.md "$pkg/"
   cp packaging/debian/copyright "$pkg/LICENSE"
+  cp packaging/npm/lib/*.js "$pkg/lib/"
   cp packaging/npm/bin/cerulean.js "$pkg/bin/"
-  cp "$portable_notices" "$pkg/THIRD-PARTY-NOTICES.txt"
-  strip --strip-unneeded -o "$pkg/native/linux-x64/cerulean" "$build_dir/portable/cerulean"
-  chmod 0755 "$pkg/native/linux-x64/cerulean" "$pkg/bin/cerulean.js"
+  chmod 0755 "$pkg/bin/cerulean.js"
   (cd "$pkg" && npm pkg set version="$version" >/dev/null)
-  rm -f "$dist"/cerulean-tables-*.tgz
+  node -e '
+    const fs = require("node:fs");
+    const [file, version, ...names] = process.argv.slice(1);
+    const manifest = JSON.parse(fs.readFileSync(file, "utf8"));
+    manifest.optionalDependencies = Object.fromEntries(names.map((n) => [n, version]));
+    fs.writeFileSync(file, JSON.stringify(manifest, null, 2) + "\n");
+  ' "$pkg/package.json" "$version" "${packed[@]}"
   (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
-  log "$(du -h "$dist/cerulean-tables-$version.tgz" | cut -f1) $dist/cerulean-tables-$version.tgz"
+  log "$(du -h "$dist/cerulean-tables-$version.tgz" | cut -f1) $dist/cerulean-tables-$version.tgz (${packed[*]})"
 fi

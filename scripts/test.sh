@@ -197,6 +197,8 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
+    # The multi-arch image of the static musl servers (scripts/image.sh); skips without them.
+    run_suite container-static "$container_timeout" bash tests/container/static.sh
   fi
 fi
 
@@ -212,9 +214,11 @@ if wants packages; then
   if run_logged "$log_dir/package-build.log" bash scripts/package.sh; then
     record package-build 1 0
     run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
+    run_suite packages-deb-arm64 "$e2e_timeout" bash tests/packages/deb-arm64.sh
     run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
     run_suite packages-aspire "$e2e_timeout" bash tests/packages/aspire.sh
     run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
+    run_suite packages-node-platforms "$e2e_timeout" bash tests/packages/node-platforms.sh
     run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
   else
     record package-build 0 1 "scripts/package.sh failed"

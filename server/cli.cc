@@ -19,6 +19,8 @@ constexpr Subcommand kSubcommands[] = {
     {"snapshot", 2, "snapshot save|restore|delete NAME | list",
      "snapshots of the account, offline"},
     {"check", 0, "check", "check the database file for damage"},
+    {"health", 0, "health [--tableHost H] [--tablePort P]",
+     "exit 0 iff the server there answers GET /_health with 200 (plain HTTP)"},
 };
 
 // Azurite's options for its blob and queue services (Aspire's Azurite
@@ -105,6 +107,9 @@ std::optional<std::string> ParseInto(int argc, const char* const* argv, CliOptio
       "export/import/reset/snapshot: the account (default devstoreaccount1)")(
       "table", po::value(&out->tables)->multitoken(), "export: only these tables")(
       "file", po::value(&out->file), "export/import: the JSON Lines file (default stdout/stdin)")(
+      "exitWithParent", po::bool_switch(&out->exit_with_parent),
+      "stop, as on SIGTERM, when standard input ends: started with a pipe whose write end "
+      "only the parent holds, the server ends with the parent however it ends")(
       "version,v", po::bool_switch(&out->version), "print the version")(
       "help,h", po::bool_switch(&out->help), "print this help");
   // Not in the help: the words (subcommand and its arguments), and the

@@ -44,6 +44,8 @@ struct CliOptions {
   unsigned max_connections = 1000;
   unsigned keep_alive_timeout_s = 60;
   unsigned request_timeout_s = 60;
+  // --exitWithParent: stop, as on SIGTERM, at the end of stdin (ParentWatch).
+  bool exit_with_parent = false;
   bool help = false;
   bool version = false;
   // The usage and options, when --help was given or the parse failed.

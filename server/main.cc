@@ -12,10 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "server/admin/explorer.h"
@@ -24,9 +27,11 @@
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/cli.h"
+#include "server/health_probe.h"
 #include "server/http/listener.h"
 #include "server/http/tls.h"
 #include "server/operations/test_double.h"
+#include "server/parent_watch.h"
 #include "server/protocol/blocking_pool.h"
 #include "server/protocol/body_budget.h"
 #include "server/protocol/document_cache.h"
@@ -428,14 +433,20 @@ int Serve(const server::CliOptions& cli) {
     drain.expires_after(std::chrono::milliseconds(10));
     drain.async_wait([&](boost::system::error_code) { wait_drained(); });
   };
-  signals.async_wait([&](boost::system::error_code ec, int) {
-    if (ec) return;
+  bool stopping = false;
+  std::function<void()> shut_down = [&] {
+    if (std::exchange(stopping, true)) return;
     listener->Stop();
     prefetcher.Stop();
     listener->sessions().RequestClose();
     *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     wait_drained();
+  };
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (!ec) shut_down();
   });
+  std::optional<server::ParentWatch> parent_watch;
+  if (cli.exit_with_parent) parent_watch.emplace(ioc, shut_down);
 
   std::string host = cli.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
@@ -499,6 +510,12 @@ int main(int argc, char** argv) {
   if (cli.version) {
     std::printf("cerulean %s\n", CERULEAN_VERSION);
     return 0;
+  }
+  if (cli.command == "health") {
+    std::string err = server::ProbeHealth(cli.host, cli.port, std::chrono::seconds(3));
+    if (err.empty()) return 0;
+    std::fprintf(stderr, "cerulean health: %s:%u: %s\n", cli.host.c_str(), cli.port, err.c_str());
+    return 1;
   }
   if (!cli.command.empty()) return RunTool(cli.command, cli, cli.command_args);
   return Serve(cli);

@@ -11,11 +11,9 @@ export declare const ACCOUNT: 'devstoreaccount1';
 export declare const KEY: string;
 /** The environment variable that names a server executable: `CERULEAN_BINARY`. */
 export declare const BINARY_ENV: 'CERULEAN_BINARY';
-/** The platform whose server the package carries. */
-export declare const PACKAGED_RUNTIME: 'linux-x64';
 
 export interface StartOptions {
-  /** The server executable; default `$CERULEAN_BINARY`, else the packaged linux-x64 server. */
+  /** The server executable; default `$CERULEAN_BINARY`, else the server of this platform's package. */
   binary?: string;
   /** Where the tables live: in memory (default) or under a temporary directory removed by `stop()`. */
   storage?: 'memory' | 'temporaryDirectory';
@@ -207,7 +205,20 @@ export declare function fixture(hooks: FixtureHooks, options?: FixtureOptions): 
 export declare function start(options?: StartOptions): Promise<CeruleanServer>;
 
 /** The executable `start()` would run; throws `CeruleanBinaryNotFoundError` when there is none. */
-export declare function binaryPath(options?: { binary?: string; platform?: string; arch?: string }): string;
+export declare function binaryPath(options?: { binary?: string } & PlatformOptions): string;
+
+/** A machine other than this one (default: `process.platform`, `process.arch`, `detectLibc()`). */
+export interface PlatformOptions {
+  platform?: string;
+  arch?: string;
+  libc?: 'glibc' | 'musl';
+}
+
+/** The platform package for this machine, e.g. `@cerulean-tables/linux-x64-musl`; null if none. */
+export declare function platformPackage(options?: PlatformOptions): string | null;
+
+/** The C library on Linux (`'glibc'` or `'musl'`, from Node's diagnostic report), else null. */
+export declare function detectLibc(platform?: string): 'glibc' | 'musl' | null;
 
 /** Returns a path to `file` that can be executed (the file made executable, or a private copy). */
 export declare function ensureExecutable(file: string): string;

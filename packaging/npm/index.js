@@ -2,8 +2,8 @@
 // cerulean-tables: starts the Cerulean server (an Azure Table Storage service) for a test or a
 // development session, and controls it: reset, snapshots and injected faults through the
 // server's reserved /_reset, /_snapshots and /_faults endpoints, signed with Shared Key.
-// Types: index.d.ts. The server for linux-x64 is native/linux-x64/cerulean; elsewhere
-// CERULEAN_BINARY (or the `binary` option) names one.
+// Types: index.d.ts. The server comes from the platform package of this machine
+// (lib/binary.js); CERULEAN_BINARY (or the `binary` option) names another.
 
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -12,67 +12,13 @@ const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
 const { CeruleanAccount, CeruleanAdminError, CeruleanSdkNotFoundError, accountPool } = require('./account');
+const {
+  BINARY_ENV, CeruleanBinaryNotFoundError, binaryPath, detectLibc, ensureExecutable, platformPackage,
+} = require('./lib/binary.js');
 
 const ACCOUNT = 'devstoreaccount1';
 const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
-const BINARY_ENV = 'CERULEAN_BINARY';
-const PACKAGED_RUNTIME = 'linux-x64';
 const READY = /successfully listening at (https?):\/\/(\[[^\]]+\]|[^\s:/]+):(\d+)/;
-
-class CeruleanBinaryNotFoundError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'CeruleanBinaryNotFoundError';
-    this.code = 'CERULEAN_BINARY_NOT_FOUND';
-  }
-}
-
-function existing(file, source) {
-  const full = path.resolve(file);
-  if (!fs.existsSync(full)) throw new CeruleanBinaryNotFoundError(`${source} names ${full}, which does not exist.`);
-  return full;
-}
-
-// The server executable start() would run: options.binary, else $CERULEAN_BINARY, else the
-// packaged linux-x64 server (on linux-x64 only). Throws CeruleanBinaryNotFoundError otherwise.
-function binaryPath({ binary, platform = process.platform, arch = process.arch } = {}) {
-  if (binary) return existing(binary, 'the binary option');
-  const fromEnvironment = process.env[BINARY_ENV];
-  if (fromEnvironment) return existing(fromEnvironment, `$${BINARY_ENV}`);
-  const runtime = `${platform}-${arch}`;
-  if (runtime !== PACKAGED_RUNTIME) {
-    throw new CeruleanBinaryNotFoundError(
-      `cerulean-tables carries a prebuilt server for ${PACKAGED_RUNTIME} only, and this is ${runtime}. ` +
-      'Build the server from source (bash scripts/build.sh in the Cerulean repository) and set the ' +
-      `environment variable ${BINARY_ENV} to its path (build/cerulean), or pass { binary } to start().`);
-  }
-  const packaged = path.join(__dirname, 'native', PACKAGED_RUNTIME, 'cerulean');
-  if (!fs.existsSync(packaged)) {
-    throw new CeruleanBinaryNotFoundError(
-      `The packaged server ${packaged} is missing; reinstall cerulean-tables or set ${BINARY_ENV}.`);
-  }
-  return packaged;
-}
-
-// Returns a path to `file` that can be executed: the file itself, made executable if it was not,
-// or a private copy when it cannot be changed.
-function ensureExecutable(file) {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return file;
-  } catch {
-    // not executable yet
-  }
-  try {
-    fs.chmodSync(file, fs.statSync(file).mode | 0o111);
-    return file;
-  } catch {
-    const copy = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cerulean-bin-')), 'cerulean');
-    fs.copyFileSync(file, copy);
-    fs.chmodSync(copy, 0o700);
-    return copy;
-  }
-}
 
 // Servers not yet stopped: killed when this process exits, so none outlives a test run.
 const running = new Set();
@@ -197,7 +143,10 @@ async function start(options = {}) {
   const pool = accountPool(accounts);
   const env = { ...process.env };
   if (accounts > 0) env.AZURITE_ACCOUNTS = [env.AZURITE_ACCOUNTS, pool.spec].filter(Boolean).join(';');
-  const child = spawn(binary, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  // The server's stdin is a pipe only this process writes to: --exitWithParent makes the server
+  // stop when it closes, so a test process that dies (even by SIGKILL) takes its servers along.
+  argv.push('--exitWithParent');
+  const child = spawn(binary, argv, { stdio: ['pipe', 'pipe', 'pipe'], env });
   const early = [];
   const url = await new Promise((resolve, reject) => {
     let settled = false;
@@ -231,6 +180,7 @@ async function start(options = {}) {
   running.add(server);
   // A server left running does not keep the test process alive; it is killed when that exits.
   child.unref();
+  child.stdin.unref();
   child.stdout.unref();
   child.stderr.unref();
   return server;
@@ -248,6 +198,7 @@ module.exports = {
   ACCOUNT,
   KEY,
   BINARY_ENV,
-  PACKAGED_RUNTIME,
   ensureExecutable,
+  platformPackage,
+  detectLibc,
 };

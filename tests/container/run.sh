@@ -172,51 +172,10 @@ else
   fail "binary runs in the image" "$out"
 fi
 
+# shellcheck source=serve.sh
+source "$here/serve.sh"
 # Starts the entrypoint command (plus --tablePort 0) in the background; sets port and buildah_pid.
-start_server() {
-  local log="$work/server$1.log"
-  : > "$log"
-  buildah run --isolation chroot --network host "$container" "${entrypoint[@]}" --tablePort 0 \
-    > "$log" 2>&1 &
-  buildah_pid=$!
-  port=""
-  for _ in $(seq 1 300); do
-    port="$(sed -n 's/.*successfully listening at http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$log" | head -1)"
-    [ -n "$port" ] && return 0
-    kill -0 "$buildah_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
-}
-
-# The server's process id: buildah run's descendant named cerulean (buildah itself would SIGKILL it).
-server_pid() {
-  local queue=("$1") p
-  while [ "${#queue[@]}" != 0 ]; do
-    p="${queue[0]}"
-    queue=("${queue[@]:1}")
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = cerulean ] && { echo "$p"; return 0; }
-    queue+=($(pgrep -P "$p" || true))
-  done
-  return 1
-}
-
-stop_server() {
-  local pid
-  pid="$(server_pid "$buildah_pid")" || { fail "$1" "server process not found"; return; }
-  kill -TERM "$pid"
-  for _ in $(seq 1 150); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    fail "$1" "still running 15 s after SIGTERM"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  if wait "$buildah_pid"; then pass "$1"; else fail "$1" "exit status $? after SIGTERM"; fi
-  buildah_pid=""
-}
+start_server() { serve_in_container "$1" "${entrypoint[@]}" --tablePort 0; }
 
 table="container$(date +%s)$RANDOM"
 if start_server 1; then

@@ -38,6 +38,10 @@ trap 'rm -rf "$scratch"' EXIT
 export NUGET_PACKAGES=$build_dir/package-tests/nuget-packages
 rm -rf "$NUGET_PACKAGES/cerulean.testing"
 
+# The RIDs the package carries, for RuntimeSelectionTests.
+export CERULEAN_PACKED_RIDS=$(unzip -Z1 "$nupkg" 'runtimes/*' | cut -d/ -f2 | sort -u | tr '\n' ' ')
+echo "# $(basename "$nupkg") ($(du -h "$nupkg" | cut -f1)) carries runtimes: $CERULEAN_PACKED_RIDS"
+
 passed=0
 failed=0
 
@@ -76,6 +80,50 @@ run_project() {
 
 run_project dotnet
 run_project dotnet-v3
+[[ -n $filter ]] && { echo "$passed passed, $failed failed"; ((failed == 0)); exit; }
+
+# shellcheck source=check.sh
+source "$here/check.sh"
+
+# --- the execute bit: what NuGet's restore and the build leave, and what the fixture does -------
+extracted=$(ls -d "$NUGET_PACKAGES"/cerulean.testing/"$version"/runtimes/linux-x64/native/cerulean 2>/dev/null)
+built=$(ls -d "$scratch/dotnet"/bin/Debug/*/runtimes/linux-x64/native/cerulean 2>/dev/null | head -n1)
+# dotnet pack stores the server as -rw-r--r--; NuGet's restore on Unix extracts every file with
+# its owner's execute bit (-rwxr--r--), and the build copies that mode. Where the owner differs
+# (a shared packages folder), the fixture sets the bit, or runs a private copy.
+zip_mode=$(unzip -Zl "$nupkg" runtimes/linux-x64/native/cerulean | awk '$NF == "runtimes/linux-x64/native/cerulean" { print $1 }')
+echo "# server mode in the .nupkg: $zip_mode, as restored: $(stat -c %A "$extracted" 2>/dev/null)"
+check "NuGet's restore leaves the server executable by its owner" test -x "$extracted"
+check "the server in the build output is executable once a fixture ran (CeruleanBinary.EnsureExecutable)" test -x "$built"
+
+# --- a killed test host takes its server along --------------------------------------------
+parent=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-nuget-parent.XXXXXX")
+trap 'rm -rf "$scratch" "$parent"' EXIT
+cp "$here"/dotnet-parent/*.csproj "$here"/dotnet-parent/*.cs "$scratch/dotnet/nuget.config" "$parent/"
+if timeout -k 10 300 "$dotnet" build "$parent" --nologo -v quiet -p:CeruleanTestingVersion="$version" >"$parent/build.log" 2>&1; then
+  exe=$(ls "$parent"/bin/Debug/*/Cerulean.Testing.Parent.dll | head -n1)
+  coproc host { exec "$dotnet" "$exe"; }
+  host_pid=$host_PID
+  read -r -t 60 server_pid server_port <&"${host[0]}"
+  if [[ -n ${server_pid:-} ]] && kill -0 "$server_pid" 2>/dev/null; then
+    check "the server answers 'cerulean health' while its host runs" \
+      "$(readlink -f /proc/"$server_pid"/exe)" health --tablePort "$server_port"
+    server_exe=$(readlink -f /proc/"$server_pid"/exe)
+    kill -KILL "$host_pid"
+    wait "$host_pid" 2>/dev/null
+    for _ in $(seq 1 500); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.02; done
+    check "the server ends when its .NET host is killed with SIGKILL" bash -c '! kill -0 "$1" 2>/dev/null' _ "$server_pid"
+    check "'cerulean health' then fails" bash -c '! "$1" health --tablePort "$2" 2>/dev/null' _ "$server_exe" "$server_port"
+    kill -KILL "$server_pid" 2>/dev/null
+  else
+    kill -KILL "$host_pid" 2>/dev/null
+    check "the .NET host started a server" false
+  fi
+else
+  tail -20 "$parent/build.log"
+  check "the .NET host builds" false
+fi
+
 echo "$passed passed, $failed failed"
 ((failed == 0))
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs dist/cerulean-tables-<version>.tgz into a scratch npm project as a user would
-# (`npm install <tarball> @azure/data-tables`, from the machine's configured registry), runs
-# tests/packages/node/{cerulean-tables,fixture}.test.js there with node --test, and compiles
-# tests/packages/node/types.ts against the package's types with tsc --strict (no --skipLibCheck).
-# A second scratch project installs the tarball without @azure/data-tables, its optional peer:
-# there no-sdk.test.js runs and types-no-sdk.ts compiles.
+# (`npm install <tarball> @azure/data-tables`, from the machine's configured registry; its
+# platform packages from dist/, through node/registry.js), runs
+# tests/packages/node/{cerulean-tables,fixture,parent-death}.test.js there with node --test, and
+# compiles tests/packages/node/types.ts against the package's types with tsc --strict (no
+# --skipLibCheck). A second scratch project installs the tarball without @azure/data-tables, its
+# optional peer: there no-sdk.test.js runs and types-no-sdk.ts compiles.
 # Ends with "N passed, N failed"; exits non-zero iff something failed.
 #   bash tests/packages/node.sh
 # Environment: DIST_DIR (default <repo>/dist).
@@ -24,12 +25,19 @@ give_up() {
 }
 
 command -v npm >/dev/null || give_up "npm is not installed"
-tarball=$(ls "$dist"/cerulean-tables-*.tgz 2>/dev/null | head -n1)
+tarball=$(ls "$dist"/cerulean-tables-[0-9]*.tgz 2>/dev/null | head -n1)
 [[ -f $tarball ]] || give_up "no cerulean-tables package in $dist (bash scripts/package.sh npm)"
 data_tables=$(node -p 'require(process.argv[1]).dependencies["@azure/data-tables"]' "$repo/tests/e2e/node/package.json")
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-npm-sample.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
+# shellcheck source=node/registry.sh
+source "$here/node/registry.sh"
+trap 'stop_registry; rm -rf "$scratch"' EXIT
+# The platform packages (@cerulean-tables/*) come from dist/ through a registry on 127.0.0.1 for
+# their scope; npm picks the one for this machine as it would from a public registry.
+platform_tarballs=("$dist"/cerulean-tables-[a-z]*-*.tgz)
+[[ -f ${platform_tarballs[0]} ]] || give_up "no platform package (cerulean-tables-PLATFORM-*.tgz) in $dist"
+start_registry "$scratch" "${platform_tarballs[@]}" || give_up "the local registry did not start"
 
 # Makes the scratch project $1 and npm-installs the tarball and the packages $2... into it.
 make_project() {
@@ -37,7 +45,8 @@ make_project() {
   shift
   mkdir -p "$dir"
   printf '{ "name": "cerulean-tables-sample", "version": "1.0.0", "private": true }\n' >"$dir/package.json"
-  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --prefer-offline "$tarball" "$@" >/dev/null) ||
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --prefer-offline \
+    --@cerulean-tables:registry="$registry" "$tarball" "$@" >/dev/null) ||
     give_up "npm install of $tarball $* failed"
 }
 
@@ -74,11 +83,12 @@ check_types() {
 }
 
 make_project with-sdk "@azure/data-tables@$data_tables" typescript@5 @types/node@20
-cp "$here"/node/cerulean-tables.test.js "$here"/node/fixture.test.js "$here"/node/types.ts "$scratch/with-sdk/"
+cp "$here"/node/cerulean-tables.test.js "$here"/node/fixture.test.js "$here"/node/parent-death.test.js \
+  "$here"/node/types.ts "$scratch/with-sdk/"
 make_project without-sdk typescript@5 @types/node@20
 cp "$here"/node/no-sdk.test.js "$here"/node/types-no-sdk.ts "$scratch/without-sdk/"
 
-run_tests with-sdk cerulean-tables.test.js fixture.test.js
+run_tests with-sdk cerulean-tables.test.js fixture.test.js parent-death.test.js
 check_types with-sdk types.ts
 run_tests without-sdk no-sdk.test.js
 check_types without-sdk types-no-sdk.ts

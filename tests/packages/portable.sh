@@ -17,15 +17,15 @@ source "$here/check.sh"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-portable.XXXXXX")
 server_pid=""
 trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; rm -rf "$scratch"' EXIT
-tarball=$(ls "$dist"/cerulean-tables-*.tgz 2>/dev/null | head -n1)
+tarball=$(ls "$dist"/cerulean-tables-linux-x64-[0-9]*.tgz 2>/dev/null | head -n1)
 nupkg=$(ls "$dist"/Cerulean.Testing.*.nupkg 2>/dev/null | head -n1)
 if [[ ! -f $tarball || ! -f $nupkg ]]; then
   echo "portable: the npm and NuGet packages are not in $dist (bash scripts/package.sh)" >&2
   echo "0 passed, 1 failed"
   exit 1
 fi
-tar -xzf "$tarball" -C "$scratch" package/native/linux-x64/cerulean
-bin=$scratch/package/native/linux-x64/cerulean
+tar -xzf "$tarball" -C "$scratch" package/bin/cerulean
+bin=$scratch/package/bin/cerulean
 (cd "$scratch" && unzip -q "$nupkg" runtimes/linux-x64/native/cerulean)
 
 check "the NuGet and npm packages carry the same server" cmp -s "$bin" "$scratch/runtimes/linux-x64/native/cerulean"

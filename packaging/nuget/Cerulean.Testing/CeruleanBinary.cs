@@ -10,16 +10,15 @@ public sealed class CeruleanBinaryNotFoundException : FileNotFoundException
 }
 
 /// <summary>Finds the server executable.</summary>
-public static class CeruleanBinary
+public static partial class CeruleanBinary
 {
     /// <summary>The environment variable that names a server executable.</summary>
     public const string EnvironmentVariable = "CERULEAN_BINARY";
 
-    /// <summary>The platform whose server the package carries.</summary>
-    public const string PackagedRuntime = "linux-x64";
-
     /// <summary>The executable a server would run: <paramref name="explicitPath"/>, else
-    /// <c>$CERULEAN_BINARY</c>, else the packaged linux-x64 server (on linux-x64 only).</summary>
+    /// <c>$CERULEAN_BINARY</c>, else the package's server for this process's runtime identifier
+    /// (<see cref="CurrentRuntimeIdentifier"/>; on Linux with glibc, the static linux-musl one of
+    /// the same architecture when the package has no glibc one).</summary>
     /// <exception cref="CeruleanBinaryNotFoundException">none of those exists.</exception>
     public static string Resolve(string? explicitPath = null)
     {
@@ -29,30 +28,26 @@ public static class CeruleanBinary
         if (!string.IsNullOrEmpty(fromEnvironment))
             return Existing(fromEnvironment, $"${EnvironmentVariable}");
 
-        string runtime = CurrentRuntime();
-        if (runtime != PackagedRuntime)
+        string? rid = CurrentRuntimeIdentifier;
+        string orSet = $"or set the environment variable {EnvironmentVariable} to a server executable (or " +
+                       $"{nameof(CeruleanServerOptions)}.{nameof(CeruleanServerOptions.BinaryPath)}).";
+        if (rid == null)
         {
             throw new CeruleanBinaryNotFoundException(
-                $"Cerulean.Testing carries a prebuilt server for {PackagedRuntime} only, and this is {runtime}. " +
-                $"Build the server from source (bash scripts/build.sh in the Cerulean repository) and set the " +
-                $"environment variable {EnvironmentVariable} to its path (build/cerulean), or set " +
-                $"{nameof(CeruleanServerOptions)}.{nameof(CeruleanServerOptions.BinaryPath)}.", null);
+                $"Cerulean.Testing has no server for {RuntimeInformation.OSDescription} on " +
+                $"{RuntimeInformation.ProcessArchitecture} (it can carry one for {string.Join(", ", RuntimeIdentifiers)}). " +
+                $"Build the server from source (bash scripts/build.sh in the Cerulean repository) and set " +
+                $"{EnvironmentVariable} to its path (build/cerulean), {orSet}", null);
         }
-        // A build without a runtime identifier copies the package's native assets under
-        // runtimes/<rid>/native/; a build for linux-x64 copies them next to the application.
-        var candidates = new List<string>();
-        foreach (string? dir in new[] { AppContext.BaseDirectory, Path.GetDirectoryName(typeof(CeruleanBinary).Assembly.Location) })
-        {
-            if (string.IsNullOrEmpty(dir)) continue;
-            candidates.Add(Path.Combine(dir, "runtimes", PackagedRuntime, "native", "cerulean"));
-            candidates.Add(Path.Combine(dir, "cerulean"));
-        }
-        foreach (string candidate in candidates)
-            if (File.Exists(candidate)) return candidate;
+        var searched = new List<string>();
+        string? found = PackagedPath(rid, searched);
+        if (found == null && rid.StartsWith("linux-", StringComparison.Ordinal) && !rid.StartsWith("linux-musl-", StringComparison.Ordinal))
+            found = PackagedPath(rid.Replace("linux-", "linux-musl-", StringComparison.Ordinal), searched);
+        if (found != null) return found;
         throw new CeruleanBinaryNotFoundException(
-            $"The packaged Cerulean server was not found (looked for {string.Join(", ", candidates)}). " +
-            $"Check that the build copies the Cerulean.Testing package's runtimes/{PackagedRuntime}/native/cerulean, " +
-            $"or set {EnvironmentVariable} to a server executable.", candidates.FirstOrDefault());
+            $"This Cerulean.Testing has no server for {rid}: the build output lacks " +
+            $"runtimes/{rid}/native/{ExecutableName(rid)} (looked for {string.Join(", ", searched)}). The package's " +
+            $"runtimes/ folder holds the platforms it was built for; {orSet}", searched.FirstOrDefault());
     }
 
     static string Existing(string path, string source)
@@ -61,15 +56,6 @@ public static class CeruleanBinary
         if (!File.Exists(full))
             throw new CeruleanBinaryNotFoundException($"{source} names {full}, which does not exist.", full);
         return full;
-    }
-
-    static string CurrentRuntime()
-    {
-        string os = OperatingSystem.IsLinux() ? "linux"
-            : OperatingSystem.IsMacOS() ? "osx"
-            : OperatingSystem.IsWindows() ? "win"
-            : RuntimeInformation.OSDescription;
-        return $"{os}-{RuntimeInformation.OSArchitecture.ToString().ToLowerInvariant()}";
     }
 
     /// <summary>Makes <paramref name="path"/> executable if it is not (a NuGet extraction may drop

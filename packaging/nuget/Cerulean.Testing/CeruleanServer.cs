@@ -97,7 +97,9 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
-            RedirectStandardInput = false,
+            // A pipe only this process writes to: with --exitWithParent the server stops when it
+            // closes, so a test host that dies (even killed) takes its servers along.
+            RedirectStandardInput = true,
             UseShellExecute = false,
         };
         foreach (string a in new[] { "--tableHost", "127.0.0.1", "--tablePort", options.Port.ToString() })
@@ -118,6 +120,7 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
             psi.ArgumentList.Add("--inMemoryPersistence");
         }
         if (!options.AccessLog) psi.ArgumentList.Add("--silent");
+        psi.ArgumentList.Add("--exitWithParent");
         foreach (string a in options.Arguments) psi.ArgumentList.Add(a);
         if (options.Accounts < 0) throw new ArgumentOutOfRangeException(nameof(options), "Accounts must be 0 or more");
         var pool = new List<(string Name, string Key)>();
@@ -158,6 +161,7 @@ public sealed partial class CeruleanServer : IAsyncDisposable, IDisposable
             DeleteDirectory(temporary);
             throw;
         }
+        if (OperatingSystem.IsWindows()) WindowsJob.KillOnClose(process);
         // Both pipes are drained for the server's whole life, so it never blocks on a full one.
         process.OutputDataReceived += (_, e) => OnLine(e.Data, stdout: true);
         process.ErrorDataReceived += (_, e) => OnLine(e.Data, stdout: false);

@@ -1,0 +1,36 @@
+// ParentWatch: stops the server when the process that started it goes
+// (--exitWithParent). A thread reads standard input to its end, which comes
+// when every write end of the pipe is closed: the parent closed it, or died
+// however it died (SIGKILL included). Unlike PR_SET_PDEATHSIG, which only
+// Linux has, this works wherever pipes do (POSIX and Windows).
+// Thread-safety: construct and destroy on one thread; `on_end` runs on the
+// io_context it was given.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace cerulean::server {
+
+class ParentWatch {
+ public:
+  // Starts the reading thread; at the end of standard input it posts `on_end`
+  // to `ioc`, unless this watch was destroyed first.
+  ParentWatch(boost::asio::io_context& ioc, std::function<void()> on_end);
+  // After this returns nothing more is posted. The thread, blocked in a read,
+  // is left to end with the process.
+  ~ParentWatch();
+
+  ParentWatch(const ParentWatch&) = delete;
+  ParentWatch& operator=(const ParentWatch&) = delete;
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace cerulean::server
