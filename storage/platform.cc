@@ -22,6 +22,16 @@
 
 namespace cerulean::storage {
 
+std::tm UtcTime(std::time_t t) {
+  std::tm tm{};
+#if defined(_WIN32)
+  gmtime_s(&tm, &t);
+#else
+  gmtime_r(&t, &tm);
+#endif
+  return tm;
+}
+
 unsigned UsableCpus() {
 #if defined(__linux__)
   cpu_set_t set;
@@ -39,9 +49,15 @@ void NameThisThread(const char* name) {
 #if defined(__APPLE__)
   pthread_setname_np(name);  // names only the calling thread
 #elif defined(_WIN32)
+  // SetThreadDescription (Windows 10 1607), looked up at run time: MinGW's
+  // headers do not declare it.
+  using SetDescription = HRESULT(WINAPI*)(HANDLE, PCWSTR);
+  static const auto set_description = reinterpret_cast<SetDescription>(reinterpret_cast<void*>(
+      GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "SetThreadDescription")));
+  if (set_description == nullptr) return;
   wchar_t wide[16] = {};
   for (int i = 0; i < 15 && name[i] != '\0'; ++i) wide[i] = static_cast<unsigned char>(name[i]);
-  SetThreadDescription(GetCurrentThread(), wide);
+  set_description(GetCurrentThread(), wide);
 #else
   pthread_setname_np(pthread_self(), name);
 #endif

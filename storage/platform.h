@@ -5,9 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <ctime>
 #include <string>
 
 namespace cerulean::storage {
+
+// The UTC calendar time of `t` (gmtime_r; gmtime_s on Windows).
+std::tm UtcTime(std::time_t t);
 
 // CPUs this process may run on (at least 1): its affinity mask on Linux
 // (taskset, cgroup cpusets), the processors of all groups on Windows, the
