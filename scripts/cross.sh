@@ -140,6 +140,7 @@ setup_toolchain() {
     win-x64)
       apt_install g++-mingw-w64-x86-64-posix
       triple=x86_64-w64-mingw32
+      export PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig
       cc=$triple-gcc-posix cxx=$triple-g++-posix
       ar=$triple-ar ranlib=$triple-ranlib strip=$triple-strip
       openssl_target=mingw64
@@ -156,6 +157,8 @@ setup_toolchain() {
         libboost-url1.81-dev:arm64 libboost-program-options1.81-dev:arm64 libsqlite3-dev:arm64 \
         libssl-dev:arm64 libexpat1-dev:arm64
       triple=aarch64-linux-gnu
+      # pkg-config (FindEXPAT, FindOpenSSL) must see the arm64 packages' files, not the host's.
+      export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
       cc=$triple-gcc cxx=$triple-g++ ar=$triple-ar ranlib=$triple-ranlib strip=$triple-strip
       ;;
     *)
@@ -302,6 +305,8 @@ if(NOT TARGET Boost::headers)
   endforeach()
 endif()
 set(Boost_FOUND TRUE)
+set(Boost_url_FOUND TRUE)
+set(Boost_program_options_FOUND TRUE)
 set(Boost_VERSION 1.81.0)
 CMAKE
   cat >"$prefix/lib/cmake/Boost-1.81.0/BoostConfigVersion.cmake" <<'CMAKE'
