@@ -240,10 +240,19 @@ if wants platforms; then
     echo "==================== cross build $target ===================="
     if run_logged "$log_dir/cross-$target.log" bash scripts/cross.sh "$target"; then
       record "cross-$target" 1 0
-      run_suite "platform-$target-memory" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
-        node tests/e2e/node/run.js "${platform_files[@]}"
-      run_suite "platform-$target-disk" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
-        CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
+      # A build that cannot serve at all fails here once, instead of once per server start.
+      echo
+      echo "==================== platform-$target-start ===================="
+      if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
+        env CERULEAN_BIN="$repo/$wrapper" node tests/e2e/node/run.js service.test.js; then
+        record "platform-$target-start" 1 0
+        run_suite "platform-$target-memory" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
+          node tests/e2e/node/run.js "${platform_files[@]}"
+        run_suite "platform-$target-disk" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
+          CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
+      else
+        record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
+      fi
     else
       record "cross-$target" 0 1 "scripts/cross.sh $target failed"
     fi
