@@ -12,12 +12,16 @@
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
 #                                        # container, resilience, isolation, packages, fuzz,
 #                                        # sanitize, postgres)
+#   bash scripts/test.sh platforms       # the other platforms' builds under Wine and qemu: only
+#                                        # when named (a cold cache builds their toolchains and
+#                                        # libraries, which alone takes longer than the rest)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
 # UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600);
 # TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs);
-# FUZZ_SECONDS per fuzz target (default 20).
+# FUZZ_SECONDS per fuzz target (default 20); PLATFORM_TIMEOUT per platforms suite (default
+# 1800: emulated servers are slower).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,6 +38,12 @@ log_dir=${TEST_LOG_DIR:-$build_dir/test-logs}
 selected=("$@")
 wants() {
   ((${#selected[@]} == 0)) && return 0
+  local s
+  for s in "${selected[@]}"; do [[ $s == "$1" ]] && return 0; done
+  return 1
+}
+# named SUITE: true iff SUITE was named on the command line (suites that do not run by default).
+named() {
   local s
   for s in "${selected[@]}"; do [[ $s == "$1" ]] && return 0; done
   return 1
@@ -223,6 +233,45 @@ if wants packages; then
   else
     record package-build 0 1 "scripts/package.sh failed"
   fi
+fi
+
+# --- other platforms ---------------------------------------------------------------
+# scripts/cross.sh builds the server for each target (its toolchains and libraries are built
+# once into a cache outside the clone, ${CERULEAN_CROSS_CACHE:-~/.cache/cerulean-cross}). The
+# Windows build runs under Wine and the linux-arm64 one under qemu (tests/platforms/*.sh
+# wrap them as CERULEAN_BIN): each serves the Node suite over loopback, in memory and on disk
+# (CERULEAN_E2E_ON_DISK=1), and crash.test.js kills it under writers. Under emulation the
+# whole suite is too slow for the test command, so it runs the files listed below, which
+# between them use every operation (tables, entities, batches, queries, ACLs, service
+# properties, SAS, the CLI tools).
+platform_timeout=${PLATFORM_TIMEOUT:-1800}
+platform_files=(data-tables.test.js azure-storage.test.js query.test.js service.test.js
+  access.test.js durability.test.js crash.test.js)
+if named platforms; then
+  for target in win-x64 linux-arm64; do
+    wrapper=tests/platforms/wine-cerulean.sh
+    [[ $target == linux-arm64 ]] && wrapper=tests/platforms/qemu-cerulean.sh
+    echo
+    echo "==================== cross build $target ===================="
+    if run_logged "$log_dir/cross-$target.log" bash scripts/cross.sh "$target"; then
+      record "cross-$target" 1 0
+      # A build that cannot serve at all fails here once, instead of once per server start.
+      echo
+      echo "==================== platform-$target-start ===================="
+      if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
+        env CERULEAN_BIN="$repo/$wrapper" node tests/e2e/node/run.js service.test.js; then
+        record "platform-$target-start" 1 0
+        run_suite "platform-$target-memory" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
+          node tests/e2e/node/run.js "${platform_files[@]}"
+        run_suite "platform-$target-disk" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
+          CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
+      else
+        record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
+      fi
+    else
+      record "cross-$target" 0 1 "scripts/cross.sh $target failed"
+    fi
+  done
 fi
 
 # --- fuzzing and sanitizers (their own build directories) ------------------------

@@ -1,12 +1,8 @@
 // The composition root: parse the command line, pick the storage backend,
 // build the ServerContext, run the HTTP server until SIGINT/SIGTERM.
-#include <malloc.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +28,7 @@
 #include "server/http/tls.h"
 #include "server/operations/test_double.h"
 #include "server/parent_watch.h"
+#include "server/platform.h"
 #include "server/protocol/blocking_pool.h"
 #include "server/protocol/body_budget.h"
 #include "server/protocol/document_cache.h"
@@ -39,6 +36,7 @@
 #include "server/protocol/request.h"
 #include "server/protocol/response_budget.h"
 #include "storage/edm_text.h"
+#include "storage/platform.h"
 #include "storage/postgres/postgres_store.h"
 #include "storage/sqlite/sqlite_store.h"
 
@@ -72,14 +70,6 @@ constexpr size_t kResponseMemory = 32 * 1024 * 1024;
 // 5 s keeps a node well inside that while reading each document at most
 // once per 5 s, off the I/O threads.
 constexpr std::chrono::milliseconds kDocumentMaxAge{5000};
-
-// CPUs in this process's affinity mask (at least 1).
-unsigned UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // Runs `ioc` until it is stopped. Handlers guard themselves (a session
 // closes its connection on an exception); an exception that still escapes
@@ -130,7 +120,7 @@ storage::Result<std::unique_ptr<storage::Store>> OpenStore(const server::CliOpti
                  line.c_str());
   };
   // Each I/O thread answers point reads itself: that many can run at once.
-  store_options.point_reader_count = UsableCpus();
+  store_options.point_reader_count = storage::UsableCpus();
   auto sqlite = storage::SqliteStore::Open(store_options);
   if (!sqlite.ok()) return sqlite.status();
   return std::unique_ptr<storage::Store>(std::move(sqlite).value());
@@ -398,7 +388,7 @@ int Serve(const server::CliOptions& cli) {
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
   // own io_context, and a connection lives on one of them (Listener).
-  unsigned threads = UsableCpus();
+  unsigned threads = storage::UsableCpus();
   std::vector<std::unique_ptr<boost::asio::io_context>> workers;
   std::vector<boost::asio::io_context*> worker_ptrs;
   // Guards keep an io_context without connections running until stopped.
@@ -422,7 +412,7 @@ int Serve(const server::CliOptions& cli) {
 
   // Graceful shutdown: stop accepting, let in-flight requests finish (up to
   // a few seconds), then stop; the store checkpoints when destroyed.
-  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  server::ShutdownSignals signals(ioc);
   boost::asio::steady_timer drain(ioc);
   auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
   std::function<void()> wait_drained = [&] {
@@ -442,9 +432,7 @@ int Serve(const server::CliOptions& cli) {
     *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     wait_drained();
   };
-  signals.async_wait([&](boost::system::error_code ec, int) {
-    if (!ec) shut_down();
-  });
+  signals.AsyncWait(shut_down);
   std::optional<server::ParentWatch> parent_watch;
   if (cli.exit_with_parent) parent_watch.emplace(ioc, shut_down);
 
@@ -472,32 +460,8 @@ int Serve(const server::CliOptions& cli) {
 
 }  // namespace
 
-namespace {
-
-// glibc serves blocks above its mmap threshold (128 KiB at first) with a
-// fresh mapping and returns a heap's free top above its trim threshold to
-// the kernel at once. A response page (~600 KB for 1,000 entities) or a
-// batch body then costs a page fault per 4 KiB on every request: profiled
-// (perf, scripts/profile.sh page), page faults and the copies into fresh
-// memory were ~40 % of a 1,000-entity page. Fixed thresholds keep such
-// blocks in the heaps and reuse them.
-// Freed memory above 8 MiB at a heap's top still goes back to the kernel.
-// Two heaps ("arenas") at most: by default glibc gives threads up to eight
-// per CPU, and each blocking-pool thread that once rendered a large page kept
-// its freed blocks resident in a heap of its own (about a fifth of the peak
-// resident memory over bulk loads and large pages). Inserts and batches run
-// at the same speed: the threads' small blocks come from glibc's per-thread
-// caches without taking a heap's lock.
-void TuneAllocator() {
-  mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
-  mallopt(M_ARENA_MAX, 2);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  TuneAllocator();
+  server::TuneAllocator();
   server::CliOptions cli;
   if (auto err = server::ParseCli(argc, argv, &cli)) {
     std::fprintf(stderr, "cerulean: %s\n\n%s", err->c_str(), cli.help_text.c_str());

@@ -1,6 +1,7 @@
 // The reading half of the $batch codec (batch_multipart.h): a multipart/mixed
 // body split into its change set's embedded HTTP requests.
 #include <algorithm>
+#include <functional>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -156,10 +157,18 @@ std::optional<Delimiter> FindDelimiter(std::string_view text, size_t from,
     // Also when `text` is empty: its data() may be null, which memmem must
     // not be given.
     if (at >= text.size()) return std::string_view::npos;
+#if defined(_WIN32)
+    // Windows' C library has no memmem.
+    const auto hit = std::search(text.begin() + at, text.end(),
+                                 std::boyer_moore_horspool_searcher(dash_boundary.begin(),
+                                                                    dash_boundary.end()));
+    return hit == text.end() ? std::string_view::npos : static_cast<size_t>(hit - text.begin());
+#else
     const void* hit =
         memmem(text.data() + at, text.size() - at, dash_boundary.data(), dash_boundary.size());
     return hit == nullptr ? std::string_view::npos
                           : static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+#endif
   };
   for (size_t p = find(from); p != std::string_view::npos; p = find(p + 1)) {
     if (p != 0 && text[p - 1] != '\n') continue;

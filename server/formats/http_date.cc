@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "server/formats/ascii.h"
+#include "storage/platform.h"
 
 namespace cerulean::server {
 
@@ -14,8 +15,7 @@ std::string HttpDateNow() {
   thread_local std::string cached;
   std::time_t t = std::time(nullptr);
   if (t != cached_second) {
-    std::tm tm;
-    gmtime_r(&t, &tm);
+    const std::tm tm = storage::UtcTime(t);
     char buf[64];
     size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
     cached.assign(buf, n);

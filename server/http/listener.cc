@@ -34,7 +34,12 @@ std::string Listener::Open(const std::string& host, unsigned short port) {
   tcp::endpoint endpoint{address, port};
   acceptor_.open(endpoint.protocol(), ec);
   if (ec) return "open: " + ec.message();
+#if !defined(_WIN32)
+  // Rebinding a port whose old connections are in TIME_WAIT. Windows allows
+  // that without it, and there SO_REUSEADDR would let a second server bind
+  // the same port.
   acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+#endif
   acceptor_.bind(endpoint, ec);
   if (ec) return "bind " + host + ":" + std::to_string(port) + ": " + ec.message();
   acceptor_.listen(net::socket_base::max_listen_connections, ec);

@@ -47,7 +47,11 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // least 1.
 std::int64_t CoarseNowMs() {
   timespec ts;
+#if defined(CLOCK_MONOTONIC_COARSE)
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
+#endif
   return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
 }
 

@@ -19,7 +19,11 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 // The coarse monotonic clock in milliseconds: a few ns, no system call.
 std::int64_t CoarseNowMs() {
   timespec ts;
+#if defined(CLOCK_MONOTONIC_COARSE)
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
+#endif
   return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -1,9 +1,8 @@
 #include "server/protocol/page_prefetch.h"
 
-#include <sched.h>
-
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "server/protocol/blocking_pool.h"
@@ -29,7 +28,7 @@ void PagePrefetcher::Arm(BlockingPool& pool, const storage::Store& store, std::s
       // scheduler left the woken I/O thread waiting for the rendering's time
       // slice, so without this yield a page rendered ahead would delay the
       // next request by up to its whole rendering.
-      sched_yield();
+      std::this_thread::yield();
       return stopping_.load() || requests_.load(std::memory_order_relaxed) != requests ||
              generation_.load() != generation || page.body.size() > kMaxPageBytes;
     };

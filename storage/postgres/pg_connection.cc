@@ -1,19 +1,18 @@
 #include "storage/postgres/pg_connection.h"
 
-#include <dlfcn.h>
 #include <libpq-fe.h>
-#include <poll.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "storage/platform.h"
 
 namespace cerulean::storage {
 
 namespace {
 
-// libpq is loaded when the first connection opens (dlopen), not linked: it
+// libpq is loaded when the first connection opens (SharedLibrary), not linked: it
 // and the ~25 libraries it needs (GnuTLS, Kerberos, LDAP, ...) cost the
 // dynamic loader ~18M cycles at every start (LD_DEBUG=statistics), which a
 // server on the default SQLite store would pay for nothing.
@@ -39,16 +38,15 @@ struct LibPq {
 const LibPq& Pq() {
   static const LibPq lib = [] {
     LibPq l;
-    void* handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      l.error = std::string("cannot load libpq.so.5 (Debian package libpq5): ") +
-                (why != nullptr ? why : "");
+    std::string why;
+    const SharedLibrary lib = SharedLibrary::Load(kLibPqName, &why);
+    if (!lib.loaded()) {
+      l.error = std::string("cannot load ") + kLibPqName + " (" + kLibPqHint + "): " + why;
       return l;
     }
-#define CERULEAN_LOAD(f)                                     \
-  l.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f)); \
-  if (l.f == nullptr && l.error.empty()) l.error = "libpq.so.5 has no " #f;
+#define CERULEAN_LOAD(f)                                        \
+  l.f = reinterpret_cast<decltype(&::f)>(lib.Symbol(#f));       \
+  if (l.f == nullptr && l.error.empty()) l.error = std::string(kLibPqName) + " has no " #f;
     CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_LOAD)
 #undef CERULEAN_LOAD
     return l;
@@ -421,16 +419,16 @@ bool PgConnection::Await(std::chrono::steady_clock::time_point deadline) {
     }
     auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
     if (options_.generation_source != nullptr) wait = std::min(wait, kInvalidationCheck);
-    pollfd p{Pq().PQsocket(conn_), static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0};
-    const int ready = poll(&p, 1, static_cast<int>(wait.count()));
-    if (ready < 0 && errno != EINTR) {
-      Drop(std::string("poll: ") + std::strerror(errno), false);
+    bool readable = false;
+    std::string error;
+    if (!WaitForSocket(Pq().PQsocket(conn_), flushed == 1, static_cast<int>(wait.count()),
+                       &readable, &error)) {
+      Drop(error, false);
       return false;
     }
     // Read what came (an answer, an error, the end of the connection); a
     // write that waits for room may also wait for the server to be read.
-    if (ready > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
-        Pq().PQconsumeInput(conn_) == 0) {
+    if (readable && Pq().PQconsumeInput(conn_) == 0) {
       Drop(Trim(Pq().PQerrorMessage(conn_)), false);
       return false;
     }

@@ -1,6 +1,5 @@
 #include "storage/postgres/postgres_store.h"
 
-#include <pthread.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +9,7 @@
 
 #include "storage/codec.h"
 #include "storage/edm_text.h"
+#include "storage/platform.h"
 #include "storage/postgres/postgres_internal.h"
 #include "storage/store_ops.h"
 
@@ -394,7 +394,7 @@ bool PostgresStore::Healthy() { return healthy_.load(std::memory_order_acquire);
 // The prober.
 
 void PostgresStore::ProbeLoop() {
-  pthread_setname_np(pthread_self(), "cerulean-pgprobe");
+  NameThisThread("cerulean-pgprobe");
   std::unique_ptr<PgConnection> conn;
   std::unique_lock<std::mutex> lock(probe_mu_);
   while (!probe_stopping_) {
@@ -568,7 +568,7 @@ void PostgresStore::Flush() {
 }
 
 void PostgresStore::LaneLoop(Lane* lane) {
-  pthread_setname_np(pthread_self(), "cerulean-pglane");
+  NameThisThread("cerulean-pglane");
   std::unique_lock<std::mutex> lock(lane->mu);
   while (true) {
     lane->cv.wait(lock, [&] { return lane->stopping || !lane->queue.empty(); });
@@ -598,7 +598,7 @@ void PostgresStore::WakeReaper() {
 }
 
 void PostgresStore::ReaperLoop() {
-  pthread_setname_np(pthread_self(), "cerulean-reap");
+  NameThisThread("cerulean-reap");
   std::unique_lock<std::mutex> lock(reap_mu_);
   while (true) {
     // Woken by this node's drops, and now and then for other nodes' (or

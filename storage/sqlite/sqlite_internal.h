@@ -18,15 +18,34 @@
 #include <vector>
 
 #include "storage/edm_text.h"
+#include "storage/platform.h"
 #include "storage/sqlite/sqlite_store.h"
 #include "storage/sqlite/wal_vfs.h"
 #include "storage/store_ops.h"
 
 namespace cerulean::storage {
 
-// Names the calling thread (15 characters at most) for top, perf and
-// /proc/PID/task/*/comm.
-void NameThisThread(const char* name);
+// The base VFS of SqliteStoreOptions::exclusive_process. unix-excl keeps the
+// WAL index in the heap and takes no file lock per read transaction; SQLite
+// has no such VFS for Windows, where its default win32 VFS shares the WAL
+// index through a mapping of the -shm file.
+#if defined(_WIN32)
+inline constexpr const char* kExclusiveVfs = nullptr;
+#else
+inline constexpr const char* kExclusiveVfs = "unix-excl";
+#endif
+
+// The xSync flags of the sync that makes commits durable before they are
+// acknowledged (storage/README.md, "Durability on each OS"). On macOS fsync
+// leaves the writes in the drive's volatile cache; SQLITE_SYNC_FULL makes
+// SQLite's unix VFS call F_FULLFSYNC, which empties it. Elsewhere NORMAL:
+// fdatasync on Linux, FlushFileBuffers on Windows (which SQLite's win32 VFS
+// calls for every sync).
+#if defined(__APPLE__)
+inline constexpr int kDurableSyncFlags = SQLITE_SYNC_FULL;
+#else
+inline constexpr int kDurableSyncFlags = SQLITE_SYNC_NORMAL;
+#endif
 
 // The statement that gives a connection a page cache of `bytes` (at least
 // 1 KiB; a negative cache_size counts KiB).
@@ -148,7 +167,7 @@ struct SqliteStore::Connection {
     // transaction (SqliteStoreOptions::exclusive_process).
     const char* vfs = options.in_memory           ? "memdb"
                       : !options.vfs.empty()      ? options.vfs.c_str()
-                      : options.exclusive_process ? "unix-excl"
+                      : options.exclusive_process ? kExclusiveVfs
                                                   : nullptr;
     // Each WAL transaction written with one pwrite (wal_vfs.h).
     if (!options.in_memory) {
@@ -162,6 +181,15 @@ struct SqliteStore::Connection {
     if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "open " + path);
     sqlite3_extended_result_codes(conn->db, 1);
     sqlite3_busy_timeout(conn->db, static_cast<int>(options.busy_timeout.count()));
+#if defined(__APPLE__)
+    // SQLite's own syncs (checkpoints, the database file) as F_FULLFSYNC
+    // too (kDurableSyncFlags).
+    if (!options.in_memory) {
+      rc = sqlite3_exec(conn->db, "PRAGMA fullfsync=ON; PRAGMA checkpoint_fullfsync=ON", nullptr,
+                        nullptr, nullptr);
+      if (rc != SQLITE_OK) return SqlStatus(conn->db, rc, "fullfsync");
+    }
+#endif
     *out = std::move(conn);
     return Status::Ok();
   }

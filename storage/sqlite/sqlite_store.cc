@@ -1,6 +1,5 @@
 #include "storage/sqlite/sqlite_store.h"
 
-#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -14,8 +13,6 @@
 #include "storage/sqlite/wal_vfs.h"
 
 namespace cerulean::storage {
-
-void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 std::string CacheSizePragma(int64_t bytes) {
   return "PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(1, bytes >> 10));

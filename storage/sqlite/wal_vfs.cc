@@ -1,8 +1,5 @@
 #include "storage/sqlite/wal_vfs.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -13,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "storage/platform.h"
 #include "storage/sqlite/page_cache.h"
 
 namespace cerulean::storage {
@@ -41,14 +39,16 @@ constexpr size_t kPaceBytes = 256 * 1024;
 std::atomic<uint64_t> paced_writebacks{0};
 
 // A descriptor of its own for each database file open through a shim, to
-// start and wait for its writeback with sync_file_range (the base VFS does
-// not expose its own). Shared by all the files open on one path, and closed
+// start and wait for its writeback (WritebackHandle; the base VFS does not
+// expose its own). Shared by all the files open on one path, and closed
 // only after the last of them: closing any descriptor of a file drops every
-// POSIX lock the process holds on it, SQLite's included.
+// POSIX lock the process holds on it, SQLite's included. Where the OS has
+// no write-back request (or the file cannot be opened again) the handle is
+// invalid and the file is not paced.
 // It also holds the file's shared page cache (page_cache.h), once a
 // connection has asked for one (kPageCacheFileControl).
 struct PacedFile {
-  int fd = -1;
+  WritebackHandle writeback;
   int refs = 0;
   std::unique_ptr<PageCache> cache_owner;  // guarded by paced_mu
   std::atomic<PageCache*> cache{nullptr};
@@ -59,16 +59,11 @@ std::map<std::string, PacedFile>& PacedFiles() {
   return *files;
 }
 
-// The shared PacedFile for `path`, or nullptr if it cannot be opened (the
-// file is then simply not paced).
+// The shared PacedFile for `path`.
 PacedFile* AcquirePaced(const char* path) {
   std::lock_guard<std::mutex> lock(paced_mu);
   auto [it, inserted] = PacedFiles().try_emplace(path);
-  if (inserted) it->second.fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (it->second.fd < 0) {
-    if (it->second.refs == 0) PacedFiles().erase(it);
-    return nullptr;
-  }
+  if (inserted) it->second.writeback = WritebackHandle(path);
   ++it->second.refs;
   return &it->second;
 }
@@ -76,7 +71,6 @@ PacedFile* AcquirePaced(const char* path) {
 void ReleasePaced(PacedFile* paced) {
   std::lock_guard<std::mutex> lock(paced_mu);
   if (--paced->refs > 0) return;
-  close(paced->fd);
   for (auto it = PacedFiles().begin(); it != PacedFiles().end(); ++it) {
     if (&it->second == paced) {
       PacedFiles().erase(it);
@@ -106,8 +100,8 @@ struct ShimFile {
   // The last write was the header of a commit frame: its page completes the
   // transaction.
   bool commit_next;
-  // A database file: its shared descriptor for pacing (nullptr if none) and
-  // the bytes written since its writeback was last pushed.
+  // A main database file: its shared PacedFile (nullptr for other files)
+  // and the bytes written since its writeback was last pushed.
   PacedFile* paced;
   size_t unpaced_bytes;
 };
@@ -182,14 +176,11 @@ int ShimWrite(sqlite3_file* f, const void* in, int amount, sqlite3_int64 offset)
     if (cache != nullptr) cache->DropWritten(offset, amount);
     int rc = s->real->pMethods->xWrite(s->real, in, amount, offset);
     if (cache != nullptr) cache->DropWritten(offset, amount);
-    if (rc == SQLITE_OK && s->paced != nullptr && amount > 0) {
+    if (rc == SQLITE_OK && s->paced != nullptr && s->paced->writeback.valid() && amount > 0) {
       s->unpaced_bytes += static_cast<size_t>(amount);
       if (s->unpaced_bytes >= kPaceBytes) {
         s->unpaced_bytes = 0;
-        // Advisory: a failure here shows up at the fdatasync that follows.
-        sync_file_range(
-            s->paced->fd, 0, 0,
-            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+        s->paced->writeback.PushWriteback();
         paced_writebacks.fetch_add(1, std::memory_order_relaxed);
       }
     }

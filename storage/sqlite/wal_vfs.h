@@ -13,7 +13,9 @@
 // of them the shim pushes the file's writeback to the device and waits for
 // it (sync_file_range), so a checkpoint's closing fdatasync finds little
 // left to write, and the WAL syncs that acknowledge writes meanwhile do not
-// queue behind megabytes of it. Other files pass straight through.
+// queue behind megabytes of it. Only Linux has that request
+// (WritebackHandle, storage/platform.h): elsewhere the checkpoint's own
+// sync writes it all. Other files pass straight through.
 //
 // Thread-safety: WalCoalescingVfs may be called from any thread. A file
 // opened through the shim is used like any sqlite3_file, by one connection

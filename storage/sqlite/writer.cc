@@ -2,11 +2,10 @@
 // committer thread commits what is queued as one transaction (group
 // commit) and the syncer thread makes each group durable with one WAL sync
 // while the next group is being committed (storage/README.md, "Group commit").
-#include <sched.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 // After a libc header, which defines __GLIBC__.
 #ifdef __GLIBC__
@@ -302,7 +301,7 @@ void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
   // commit one at a time, at less than half the rate. With 100-entity
   // batches at 4 in flight on one core the yield gives ~20 % more batches/s
   // (PROFILER=none scripts/profile.sh batch 8 4).
-  if (large) sched_yield();
+  if (large) std::this_thread::yield();
 }
 
 void SqliteStore::CommitLoop() {
@@ -339,7 +338,7 @@ void SqliteStore::CommitLoop() {
     // asked to start at once (Enqueue) and do not wait.
     if (group_queue_.size() < kMaxGroup && !group_queue_.front()->large()) {
       lock.unlock();
-      sched_yield();
+      std::this_thread::yield();
       lock.lock();
     }
     // At most kMaxGroup Applies and about kMaxGroupOps ops at a time: with
@@ -430,7 +429,7 @@ void SqliteStore::SyncLoop() {
     if (std::none_of(sync_queue_.begin(), sync_queue_.end(),
                      [](const auto& p) { return p->large(); })) {
       lock.unlock();
-      sched_yield();
+      std::this_thread::yield();
       lock.lock();
     }
     batch.swap(sync_queue_);
@@ -455,7 +454,7 @@ void SqliteStore::SyncLoop() {
 }
 
 Status SqliteStore::SyncWal() {
-  int rc = wal_file_->pMethods->xSync(wal_file_, SQLITE_SYNC_NORMAL);
+  int rc = wal_file_->pMethods->xSync(wal_file_, kDurableSyncFlags);
   if (rc != SQLITE_OK)
     return Status::IOError("syncing the WAL failed (" + std::to_string(rc) + ")");
   wal_synced_.store(true, std::memory_order_release);

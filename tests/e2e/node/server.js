@@ -18,6 +18,10 @@
 // memory, so the suites run against the PostgreSQL backend. Tests given a
 // location exercise the SQLite file store itself and keep it.
 //
+// With CERULEAN_E2E_ON_DISK=1 a server given neither a --location nor a
+// database serves from a fresh temporary folder (removed when it exits)
+// instead of memory, so the suites run against the SQLite file store.
+//
 // Setting CERULEAN_E2E_ENDPOINT (and optionally CERULEAN_E2E_ACCOUNT /
 // CERULEAN_E2E_KEY) points the suites at an already running server or at real
 // Azure instead of starting the binary.
@@ -93,9 +97,13 @@ function startServer(options = {}) {
   const args = ['--tableHost', '127.0.0.1', '--tablePort', '0'];
   if (options.silent !== false) args.push('--silent');
   const database = options.location || options.database ? null : freshDatabase();
+  const scratch = !options.location && !options.database && !database && process.env.CERULEAN_E2E_ON_DISK === '1'
+    ? fs.mkdtempSync(path.join(os.tmpdir(), 'cerulean-e2e-disk-'))
+    : null;
   if (options.location) args.push('--location', options.location);
   else if (options.database) args.push('--database', options.database);
   else if (database) args.push('--database', database.url);
+  else if (scratch) args.push('--location', scratch);
   else args.push('--inMemoryPersistence');
   args.push(...(options.args || []));
 
@@ -111,6 +119,7 @@ function startServer(options = {}) {
     child.on('exit', (code, signal) => {
       live.delete(child);
       if (database) database.drop();
+      if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
       exited = { code, signal };
       resolve(exited);
     });

