@@ -42,8 +42,8 @@ rm -rf "$NUGET_PACKAGES/cerulean.testing"
 export CERULEAN_PACKED_RIDS=$(unzip -Z1 "$nupkg" 'runtimes/*' | cut -d/ -f2 | sort -u | tr '\n' ' ')
 echo "# $(basename "$nupkg") ($(du -h "$nupkg" | cut -f1)) carries runtimes: $CERULEAN_PACKED_RIDS"
 
-passed=0
-failed=0
+# shellcheck source=check.sh
+source "$here/check.sh"  # check NAME CMD..., counting into $passed / $failed
 
 # Runs `dotnet test` on a copy of tests/packages/$1 and adds up its console logger's counts.
 run_project() {
@@ -81,9 +81,6 @@ run_project() {
 run_project dotnet
 run_project dotnet-v3
 [[ -n $filter ]] && { echo "$passed passed, $failed failed"; ((failed == 0)); exit; }
-
-# shellcheck source=check.sh
-source "$here/check.sh"
 
 # --- the execute bit: what NuGet's restore and the build leave, and what the fixture does -------
 extracted=$(ls -d "$NUGET_PACKAGES"/cerulean.testing/"$version"/runtimes/linux-x64/native/cerulean 2>/dev/null)
