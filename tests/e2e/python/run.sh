@@ -19,7 +19,7 @@ give_up() {
   exit 1
 }
 
-# Debian's package, not PyPI (which is not reachable here): install it if it is missing.
+# Debian's package (python3-azure), so that the suite needs no pip: install it if it is missing.
 if ! "$python" -c 'import azure.data.tables' 2>/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "python e2e: installing python3-azure" >&2
