@@ -6,8 +6,8 @@
 
 #if defined(_WIN32)
 // winsock2.h before windows.h, which would include the old winsock.h.
-#include <winsock2.h>
 #include <windows.h>
+#include <winsock2.h>
 #else
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -119,8 +119,8 @@ void* SharedLibrary::Symbol(const char* symbol) const {
 bool WaitForSocket(int fd, bool want_write, int timeout_ms, bool* readable, std::string* error) {
   *readable = false;
 #if defined(_WIN32)
-  WSAPOLLFD p{static_cast<SOCKET>(fd), static_cast<short>(POLLRDNORM | (want_write ? POLLWRNORM : 0)),
-              0};
+  WSAPOLLFD p{static_cast<SOCKET>(fd),
+              static_cast<short>(POLLRDNORM | (want_write ? POLLWRNORM : 0)), 0};
   const int ready = WSAPoll(&p, 1, timeout_ms);
   if (ready == SOCKET_ERROR) {
     *error = "WSAPoll: error " + std::to_string(WSAGetLastError());

@@ -1,10 +1,10 @@
 // The reading half of the $batch codec (batch_multipart.h): a multipart/mixed
 // body split into its change set's embedded HTTP requests.
 #include <algorithm>
-#include <functional>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "server/formats/ascii.h"
 #include "server/formats/batch_multipart.h"
@@ -159,9 +159,9 @@ std::optional<Delimiter> FindDelimiter(std::string_view text, size_t from,
     if (at >= text.size()) return std::string_view::npos;
 #if defined(_WIN32)
     // Windows' C library has no memmem.
-    const auto hit = std::search(text.begin() + at, text.end(),
-                                 std::boyer_moore_horspool_searcher(dash_boundary.begin(),
-                                                                    dash_boundary.end()));
+    const auto hit =
+        std::search(text.begin() + at, text.end(),
+                    std::boyer_moore_horspool_searcher(dash_boundary.begin(), dash_boundary.end()));
     return hit == text.end() ? std::string_view::npos : static_cast<size_t>(hit - text.begin());
 #else
     const void* hit =

@@ -44,8 +44,8 @@ const LibPq& Pq() {
       l.error = std::string("cannot load ") + kLibPqName + " (" + kLibPqHint + "): " + why;
       return l;
     }
-#define CERULEAN_LOAD(f)                                        \
-  l.f = reinterpret_cast<decltype(&::f)>(lib.Symbol(#f));       \
+#define CERULEAN_LOAD(f)                                  \
+  l.f = reinterpret_cast<decltype(&::f)>(lib.Symbol(#f)); \
   if (l.f == nullptr && l.error.empty()) l.error = std::string(kLibPqName) + " has no " #f;
     CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_LOAD)
 #undef CERULEAN_LOAD

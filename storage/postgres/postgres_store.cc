@@ -1,6 +1,5 @@
 #include "storage/postgres/postgres_store.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <functional>
