@@ -127,6 +127,29 @@ bool IsLong(const PageLimit& limit, size_t length) {
   return limit.hold != nullptr && !limit.hold->GrowTo(length, kPageBudgetStep);
 }
 
+// Where a page that ran long ends: the first entity left out of it.
+struct PageCut {
+  std::optional<storage::EntityKey> at;
+
+  // Leaves out the entity just rendered (the body back to `keep` bytes, one
+  // fewer in `*count`) and stops the scan there.
+  storage::Status Before(const storage::EntityRow& row, size_t keep, std::string* body,
+                         size_t* count) {
+    body->resize(keep);
+    --*count;
+    at = storage::EntityKey{std::string(row.partition_key), std::string(row.row_key)};
+    return storage::Status::Busy("page cut");
+  }
+
+  // The scan's status `s` as the page's: a cut page is whole, and its
+  // continuation is the entity left out.
+  storage::Status Finish(storage::Status s, std::optional<storage::EntityKey>* next) {
+    if (!at) return s;
+    *next = std::move(at);
+    return storage::Status::Ok();
+  }
+};
+
 // The body of a Query Entities page in JSON, each entity written as the
 // store reads its row: straight from the stored encoding, or (for $select)
 // from the row decoded. Ends as `limit` says once the page is long (null:
@@ -146,8 +169,8 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
   }
   *body += "\"value\":[";
   size_t count = 0;
-  std::optional<storage::EntityKey> cut_at;  // PageLimit::cut: the first entity left out
-  storage::Entity decoded;                   // reused row after row ($select only)
+  PageCut cut;              // PageLimit::cut
+  storage::Entity decoded;  // reused row after row ($select only)
   auto append = [&](storage::EntityRow& row) -> storage::Status {
     if (select == nullptr) return AppendEntityRowJson(body, row, jc, false);
     const storage::Entity* e = row.decoded;
@@ -176,16 +199,10 @@ storage::Status StreamEntityFeedJson(const ServerContext& ctx, const FeedInputs&
         if (!st.ok() || limit == nullptr || !IsLong(*limit, body->size())) return st;
         // A first entity that does not fit the budget: 503 ServerBusy.
         if (!limit->cut || count == 1) return storage::Status::Busy("page too long");
-        body->resize(before - 1);  // the entity and its comma
-        --count;
-        cut_at = storage::EntityKey{std::string(row.partition_key), std::string(row.row_key)};
-        return storage::Status::Busy("page cut");
+        return cut.Before(row, before - 1, body, &count);  // the entity and its comma
       },
       next);
-  if (cut_at) {
-    s = storage::Status::Ok();
-    *next = std::move(cut_at);
-  }
+  s = cut.Finish(s, next);
   *body += "]}";
   if (written != nullptr) *written = count;
   return s;
@@ -252,8 +269,8 @@ storage::Status StreamEntityFeedAtom(const ServerContext& ctx, const Request& re
   body->reserve(4096);
   AppendAtomFeedStart(body, ac, false);
   size_t count = 0;
-  std::optional<storage::EntityKey> cut_at;  // the first entity left out
-  storage::Entity decoded;                   // reused row after row
+  PageCut cut;
+  storage::Entity decoded;  // reused row after row
   storage::Status s = ctx.store->ScanRows(
       req.account, req.path.table, scan,
       [&](storage::EntityRow& row) {
@@ -269,16 +286,10 @@ storage::Status StreamEntityFeedAtom(const ServerContext& ctx, const Request& re
         if (!IsLong(limit, body->size())) return storage::Status::Ok();
         // A first entity that does not fit the budget: 503 ServerBusy.
         if (count == 1) return storage::Status::Busy("page too long");
-        body->resize(before);
-        --count;
-        cut_at = storage::EntityKey{std::string(row.partition_key), std::string(row.row_key)};
-        return storage::Status::Busy("page cut");
+        return cut.Before(row, before, body, &count);
       },
       next);
-  if (cut_at) {
-    s = storage::Status::Ok();
-    *next = std::move(cut_at);
-  }
+  s = cut.Finish(s, next);
   if (count == 0) {
     body->clear();
     AppendAtomFeedStart(body, ac, true);
