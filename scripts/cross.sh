@@ -4,10 +4,11 @@
 #   bash scripts/cross.sh TARGET     # TARGET: win-x64 linux-arm64
 #
 # writes build/cross/TARGET/cerulean (cerulean.exe for win-x64): a stripped Release build that
-# needs nothing but the OS (README, "Platforms"). The toolchain comes from Debian's packages
-# (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when missing). The other
-# targets the packages know (linux-musl-x64, linux-musl-arm64, osx-arm64, osx-x64) are accepted
-# but not built yet: for them it exits with status 2.
+# needs nothing but the OS (README, "Platforms"), from the CMake build in build/cross/TARGET/cmake
+# (incremental; one per clone, as a CMake build belongs to one source tree). The toolchain comes
+# from Debian's packages (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when
+# missing). The other targets the packages know (linux-musl-x64, linux-musl-arm64, osx-arm64,
+# osx-x64) are accepted but not built yet: for them it exits with status 2.
 # The libraries Debian does not build for the target (SQLite, OpenSSL, expat, simdjson,
 # Boost.ProgramOptions) are built once per target from Debian's source packages of the versions
 # this machine has, fetched with a private deb-src list written from the machine's apt sources
@@ -17,7 +18,6 @@
 # Cache (outside the clone): ${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
 #   sources/           Debian source packages, unpacked (shared by the targets)
 #   TARGET/prefix/     the target's libraries, headers and CMake package files
-#   TARGET/build/      the target's CMake build of the server (incremental)
 #
 # Environment: JOBS (default nproc), CERULEAN_CROSS_CACHE.
 set -euo pipefail
@@ -335,7 +335,7 @@ copy_headers() {
 # --- the server -----------------------------------------------------------------------------
 
 setup_toolchain
-build=$cache/$target/build
+build=$out/cmake
 launcher=()
 if [[ -z ${CMAKE_CXX_COMPILER_LAUNCHER+set} ]] && command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -42,7 +42,7 @@ check "/usr/bin/cerulean is an AArch64 ELF executable, mode 755" \
   bash -c '[[ $(readelf -h "$1" | sed -n "s/^ *Machine: *//p") == AArch64 && $(stat -c %a "$1") == 755 ]]' _ "$scratch/root/usr/bin/cerulean"
 if command -v qemu-aarch64-static >/dev/null 2>&1 && [[ -d /usr/aarch64-linux-gnu ]]; then
   check "the packaged server runs under qemu (--version names the package version)" \
-    bash -c '[[ $(qemu-aarch64-static -L /usr/aarch64-linux-gnu "$1" --version) == "cerulean $2" ]]' \
+    bash -c '[[ $(qemu-aarch64-static -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib "$1" --version) == "cerulean $2" ]]' \
     _ "$scratch/root/usr/bin/cerulean" "$(dpkg-deb -f "$arm" Version)"
 fi
 

@@ -143,7 +143,7 @@ while read -r target name executable; do
     if [[ $cpu == "$host_cpu" ]]; then
       runner=(env)
     elif [[ $cpu == arm64 ]] && command -v qemu-aarch64-static >/dev/null 2>&1 && [[ -d /usr/aarch64-linux-gnu ]]; then
-      runner=(qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+      runner=(qemu-aarch64-static -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
     fi
   fi
   if ((${#runner[@]} > 0)); then

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Runs the linux-arm64 build (build/cross/linux-arm64/cerulean, scripts/cross.sh linux-arm64)
 # under qemu-aarch64-static with the arguments given, as CERULEAN_BIN for the Node suites
-# (scripts/test.sh platforms). Its glibc and libgcc_s come from Debian's arm64 cross packages.
+# (scripts/test.sh platforms). Its glibc and libgcc_s come from Debian's arm64 cross packages:
+# the loader from -L and the libraries from LD_LIBRARY_PATH. Without LD_LIBRARY_PATH that loader
+# reads the host's /etc/ld.so.cache, which lists the multiarch :arm64 libc (a different build
+# of glibc, installed for scripts/cross.sh); a loader and libc.so.6 of two builds disagree on
+# their private data, and the first pthread_create then never returns.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-exec qemu-aarch64-static -L /usr/aarch64-linux-gnu \
+sysroot=/usr/aarch64-linux-gnu
+exec qemu-aarch64-static -L "$sysroot" -E LD_LIBRARY_PATH="$sysroot/lib" \
   "${CERULEAN_ARM64_BIN:-$repo/build/cross/linux-arm64/cerulean}" "$@"
