@@ -1,63 +1,14 @@
 #include "storage/postgres/pg_connection.h"
 
-#include <libpq-fe.h>
-
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "storage/platform.h"
+#include "storage/postgres/libpq_api.h"
 
 namespace cerulean::storage {
 
 namespace {
-
-// libpq is loaded when the first connection opens (SharedLibrary), not linked: it
-// and the ~25 libraries it needs (GnuTLS, Kerberos, LDAP, ...) cost the
-// dynamic loader ~18M cycles at every start (LD_DEBUG=statistics), which a
-// server on the default SQLite store would pay for nothing.
-// clang-format off
-#define CERULEAN_LIBPQ_FUNCTIONS(X)                                                         \
-  X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQescapeIdentifier) \
-  X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQntuples)     \
-  X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) X(PQsetNoticeProcessor) \
-  X(PQstatus) X(PQtransactionStatus) X(PQenterPipelineMode) X(PQexitPipelineMode)       \
-  X(PQpipelineSync) X(PQgetResult) X(PQsendPrepare) X(PQsendQueryPrepared)              \
-  X(PQsendQueryParams) X(PQsendQuery) X(PQconninfoParse) X(PQconninfoFree)              \
-  X(PQsetnonblocking) X(PQflush) X(PQconsumeInput) X(PQisBusy) X(PQsocket) X(PQhost)    \
-  X(PQport)
-// clang-format on
-
-struct LibPq {
-#define CERULEAN_DECLARE(f) decltype(&::f) f = nullptr;
-  CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_DECLARE)
-#undef CERULEAN_DECLARE
-  std::string error;  // why it could not be loaded; empty when loaded
-};
-
-const LibPq& Pq() {
-  static const LibPq lib = [] {
-    LibPq l;
-    std::string why;
-    const SharedLibrary lib = SharedLibrary::Load(kLibPqName, &why);
-    if (!lib.loaded()) {
-      l.error = std::string("cannot load ") + kLibPqName + " (" + kLibPqHint + "): " + why;
-      return l;
-    }
-#define CERULEAN_LOAD(f)                                  \
-  l.f = reinterpret_cast<decltype(&::f)>(lib.Symbol(#f)); \
-  if (l.f == nullptr && l.error.empty()) l.error = std::string(kLibPqName) + " has no " #f;
-    CERULEAN_LIBPQ_FUNCTIONS(CERULEAN_LOAD)
-#undef CERULEAN_LOAD
-    return l;
-  }();
-  return lib;
-}
-
-// Type OIDs (pg_type.h): persistent in every PostgreSQL-protocol server.
-constexpr unsigned kByteaOid = 17;
-constexpr unsigned kInt8Oid = 20;
-constexpr unsigned kTextOid = 25;
 
 // A read-only transaction: the connection reached a standby (the host it
 // opened on was demoted): it is dropped, and the next one finds the primary
@@ -73,216 +24,12 @@ bool Unavailable(std::string_view sqlstate) {
          sqlstate == "57P03" || sqlstate == kPgReadOnly;
 }
 
-// Settings a connection string may leave out, and Cerulean's values for them
-// (storage/README.md, "Timeouts"): each host gets connect_timeout seconds
-// (libpq's least) to accept and answer the start-up; keep-alives find an idle
-// pooled connection whose peer vanished within ~8 s; tcp_user_timeout drops a
-// connection whose sent data stays unacknowledged as long as a round trip may
-// take.
-constexpr std::pair<const char*, const char*> kDefaultSettings[] = {
-    {"connect_timeout", "2"},         {"keepalives", "1"},       {"keepalives_idle", "5"},
-    {"keepalives_interval", "1"},     {"keepalives_count", "3"}, {"tcp_user_timeout", "5000"},
-    {"application_name", "cerulean"},
-};
-
 // How often a round trip in flight looks whether its pool gave the
 // connection up (PgPool::Invalidate).
 constexpr std::chrono::milliseconds kInvalidationCheck{100};
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  if (s.empty()) return out;
-  size_t from = 0;
-  for (size_t comma; (comma = s.find(',', from)) != std::string::npos; from = comma + 1) {
-    out.push_back(s.substr(from, comma - from));
-  }
-  out.push_back(s.substr(from));
-  return out;
-}
-
-std::string Trim(const char* msg) {
-  std::string s = msg != nullptr ? msg : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  // libpq's multi-line messages (one per host tried) on one line.
-  std::string out;
-  for (char c : s) {
-    if (c == '\n' || c == '\t') c = ' ';
-    if (c != ' ' || (!out.empty() && out.back() != ' ')) out += c;
-  }
-  return out;
-}
 }  // namespace
 
 bool PgRetryable(std::string_view sqlstate) { return sqlstate == "40001" || sqlstate == "40P01"; }
-
-void PgParams::Add(const char* data, size_t len, int format, unsigned oid) {
-  values_.push_back(data);
-  lengths_.push_back(static_cast<int>(len));
-  formats_.push_back(format);
-  types_.push_back(oid);
-}
-
-PgParams& PgParams::Text(std::string_view v) {
-  static const char kEmpty = 0;
-  Add(v.empty() ? &kEmpty : v.data(), v.size(), 1, kTextOid);
-  return *this;
-}
-
-PgParams& PgParams::Bytes(std::string_view v) {
-  static const char kEmpty = 0;
-  Add(v.empty() ? &kEmpty : v.data(), v.size(), 1, kByteaOid);
-  return *this;
-}
-
-PgParams& PgParams::Int64(int64_t v) {
-  owned_.push_back(std::to_string(v));
-  Add(owned_.back().c_str(), owned_.back().size(), 0, kInt8Oid);
-  return *this;
-}
-
-PgParams& PgParams::NullBytes() {
-  Add(nullptr, 0, 1, kByteaOid);
-  return *this;
-}
-
-PgResult::~PgResult() {
-  if (res_ != nullptr) Pq().PQclear(res_);
-}
-PgResult::PgResult(PgResult&& other) noexcept : res_(std::exchange(other.res_, nullptr)) {}
-PgResult& PgResult::operator=(PgResult&& other) noexcept {
-  if (this != &other) {
-    if (res_ != nullptr) Pq().PQclear(res_);
-    res_ = std::exchange(other.res_, nullptr);
-  }
-  return *this;
-}
-
-int PgResult::rows() const { return res_ != nullptr ? Pq().PQntuples(res_) : 0; }
-bool PgResult::IsNull(int row, int col) const { return Pq().PQgetisnull(res_, row, col) != 0; }
-std::string_view PgResult::View(int row, int col) const {
-  return std::string_view(Pq().PQgetvalue(res_, row, col),
-                          static_cast<size_t>(Pq().PQgetlength(res_, row, col)));
-}
-int64_t PgResult::Int64(int row, int col) const {
-  const auto* p = reinterpret_cast<const unsigned char*>(Pq().PQgetvalue(res_, row, col));
-  if (Pq().PQgetlength(res_, row, col) != 8) return 0;
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return static_cast<int64_t>(v);
-}
-bool PgResult::Bool(int row, int col) const {
-  return Pq().PQgetlength(res_, row, col) == 1 && Pq().PQgetvalue(res_, row, col)[0] != 0;
-}
-int64_t PgResult::Affected() const {
-  const char* n = res_ != nullptr ? Pq().PQcmdTuples(res_) : "";
-  return *n != '\0' ? std::strtoll(n, nullptr, 10) : 0;
-}
-
-Status PgConnInfo::Parse(const std::string& url, PgConnInfo* out) {
-  if (!Pq().error.empty()) return Status::IOError(Pq().error);
-  char* error = nullptr;
-  PQconninfoOption* options = Pq().PQconninfoParse(url.c_str(), &error);
-  if (options == nullptr) {
-    std::string why = error != nullptr ? Trim(error) : "out of memory";
-    if (error != nullptr) Pq().PQfreemem(error);
-    return Status::InvalidArgument("database URL: " + why);
-  }
-  PgConnInfo info;
-  std::string host, hostaddr, port;
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    if (o->val == nullptr) continue;
-    const std::string_view key = o->keyword;
-    if (key == "host") {
-      host = o->val;
-    } else if (key == "hostaddr") {
-      hostaddr = o->val;
-    } else if (key == "port") {
-      port = o->val;
-    } else {
-      info.settings_.emplace_back(o->keyword, o->val);
-    }
-  }
-  Pq().PQconninfoFree(options);
-  for (const auto& setting : kDefaultSettings) {
-    const std::string_view key = setting.first;
-    const bool given = std::any_of(info.settings_.begin(), info.settings_.end(),
-                                   [key](const auto& kv) { return kv.first == key; });
-    if (!given) info.settings_.emplace_back(setting.first, setting.second);
-  }
-  const std::vector<std::string> hosts = SplitCommas(host), addrs = SplitCommas(hostaddr),
-                                 ports = SplitCommas(port);
-  const size_t n = std::max(hosts.size(), addrs.size());
-  const bool listed = n > 1 && (hosts.empty() || hosts.size() == n) &&
-                      (addrs.empty() || addrs.size() == n) &&
-                      (ports.size() <= 1 || ports.size() == n);
-  if (listed) {
-    for (size_t i = 0; i < n; ++i) {
-      info.hosts_.push_back({hosts.empty() ? "" : hosts[i], addrs.empty() ? "" : addrs[i],
-                             ports.empty() ? "" : ports[ports.size() == 1 ? 0 : i]});
-    }
-  } else {
-    // One host (nothing to rotate), or lists libpq itself will judge.
-    if (!host.empty()) info.settings_.emplace_back("host", host);
-    if (!hostaddr.empty()) info.settings_.emplace_back("hostaddr", hostaddr);
-    if (!port.empty()) info.settings_.emplace_back("port", port);
-  }
-  *out = std::move(info);
-  return Status::Ok();
-}
-
-size_t PgConnInfo::IndexOf(std::string_view host, std::string_view port) const {
-  if (hosts_.empty()) return 0;
-  for (size_t i = 0; i < hosts_.size(); ++i) {
-    const Host& h = hosts_[i];
-    const bool same_host = h.host.empty() ? h.hostaddr == host : h.host == host;
-    if (same_host && (h.port.empty() || h.port == port)) return i;
-  }
-  return hosts();
-}
-
-void PgConnInfo::Arrays(size_t first, std::vector<std::string>* storage,
-                        std::vector<const char*>* keys, std::vector<const char*>* values) const {
-  storage->clear();
-  keys->clear();
-  values->clear();
-  if (!hosts_.empty()) {
-    std::string host, hostaddr, port;
-    bool any_host = false, any_addr = false, any_port = false;
-    for (size_t k = 0; k < hosts_.size(); ++k) {
-      const Host& h = hosts_[(first + k) % hosts_.size()];
-      const char* sep = k == 0 ? "" : ",";
-      host += sep + h.host;
-      hostaddr += sep + h.hostaddr;
-      port += sep + h.port;
-      any_host |= !h.host.empty();
-      any_addr |= !h.hostaddr.empty();
-      any_port |= !h.port.empty();
-    }
-    // Views into *storage: reserve so that they stay put.
-    storage->reserve(3);
-    if (any_host) {
-      storage->push_back(std::move(host));
-      keys->push_back("host");
-      values->push_back(storage->back().c_str());
-    }
-    if (any_addr) {
-      storage->push_back(std::move(hostaddr));
-      keys->push_back("hostaddr");
-      values->push_back(storage->back().c_str());
-    }
-    if (any_port) {
-      storage->push_back(std::move(port));
-      keys->push_back("port");
-      values->push_back(storage->back().c_str());
-    }
-  }
-  for (const auto& [key, value] : settings_) {
-    keys->push_back(key.c_str());
-    values->push_back(value.c_str());
-  }
-  keys->push_back(nullptr);
-  values->push_back(nullptr);
-}
 
 Status PgConnection::Open(const PgConnInfo& info, const PgConnectionOptions& options,
                           std::unique_ptr<PgConnection>* out) {
@@ -338,7 +85,7 @@ Status PgConnection::Reconnect() {
   // next host when one's time is up).
   PGconn* conn = Pq().PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/0);
   if (conn == nullptr || Pq().PQstatus(conn) != CONNECTION_OK) {
-    last_error_ = conn != nullptr ? Trim(Pq().PQerrorMessage(conn)) : "out of memory";
+    last_error_ = conn != nullptr ? PqMessage(Pq().PQerrorMessage(conn)) : "out of memory";
     if (conn != nullptr) Pq().PQfinish(conn);
     return Status::Busy("database unavailable: " + last_error_);
   }
@@ -403,7 +150,7 @@ bool PgConnection::Await(std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     const int flushed = Pq().PQflush(conn_);  // 0: all sent; 1: some still queued
     if (flushed < 0) {
-      Drop(Trim(Pq().PQerrorMessage(conn_)), false);
+      Drop(PqMessage(Pq().PQerrorMessage(conn_)), false);
       return false;
     }
     if (flushed == 0 && Pq().PQisBusy(conn_) == 0) return true;
@@ -429,7 +176,7 @@ bool PgConnection::Await(std::chrono::steady_clock::time_point deadline) {
     // Read what came (an answer, an error, the end of the connection); a
     // write that waits for room may also wait for the server to be read.
     if (readable && Pq().PQconsumeInput(conn_) == 0) {
-      Drop(Trim(Pq().PQerrorMessage(conn_)), false);
+      Drop(PqMessage(Pq().PQerrorMessage(conn_)), false);
       return false;
     }
   }
@@ -452,8 +199,8 @@ PGresult* PgConnection::Collect(std::chrono::steady_clock::time_point deadline) 
 Status PgConnection::Fail(PGresult* res, std::string_view what, std::string* sqlstate) {
   const char* state = res != nullptr ? Pq().PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state != nullptr ? state : "";
-  std::string detail = res != nullptr     ? Trim(Pq().PQresultErrorMessage(res))
-                       : conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_))
+  std::string detail = res != nullptr     ? PqMessage(Pq().PQresultErrorMessage(res))
+                       : conn_ != nullptr ? PqMessage(Pq().PQerrorMessage(conn_))
                                           : last_error_;
   std::string msg = std::string(what) + ": " + detail;
   if (res != nullptr) Pq().PQclear(res);
@@ -618,7 +365,8 @@ Status PgConnection::PipelineOnce(const std::vector<PgStatement>& stmts,
     // true and the pool opens a fresh one).
     if (error != nullptr) Pq().PQclear(error);
     Status s = Fail(nullptr, "pipeline", sqlstate);
-    Drop(last_error_.empty() && conn_ != nullptr ? Trim(Pq().PQerrorMessage(conn_)) : last_error_,
+    Drop(last_error_.empty() && conn_ != nullptr ? PqMessage(Pq().PQerrorMessage(conn_))
+                                                 : last_error_,
          false);
     if (s.code() == StatusCode::kBusy) return s;
     return Status::Busy("database unavailable: " + s.message());
@@ -686,122 +434,6 @@ void PgConnection::Settle() {
     // A transaction that may still be open must not reach the next user.
     Drop("ROLLBACK failed", false);
   }
-}
-
-PgPool::PgPool(PgPoolOptions options) : options_(std::move(options)) {}
-
-PgPool::~PgPool() = default;
-
-Status PgPool::Acquire(std::unique_ptr<PgConnection>* out) {
-  static const Status kUnreachable = Status::Busy("database unavailable: it does not answer");
-  if (!reachable()) return kUnreachable;
-  const size_t size = std::max<size_t>(1, options_.size);
-  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
-  std::unique_lock<std::mutex> lock(mu_);
-  bool waited = false;
-  while (idle_.empty() && open_ >= size) {
-    waited = true;
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= size) {
-      ++waits_;
-      return Status::Busy("database unavailable: no connection came free within " +
-                          std::to_string(options_.acquire_timeout.count()) + " ms");
-    }
-    if (!reachable()) return kUnreachable;
-  }
-  if (waited) ++waits_;
-  if (!idle_.empty()) {
-    *out = std::move(idle_.back());
-    idle_.pop_back();
-    ++in_use_;
-    return Status::Ok();
-  }
-  ++open_;
-  lock.unlock();
-  PgConnectionOptions o;
-  o.schema = options_.schema;
-  o.round_trip_timeout = options_.round_trip_timeout;
-  o.long_round_trip_timeout = options_.long_round_trip_timeout;
-  o.first_host_source = &first_host_;
-  o.generation_source = &generation_;
-  std::unique_ptr<PgConnection> conn;
-  Status s = PgConnection::Open(options_.info, o, &conn);
-  if (s.ok()) NoteServingHost(conn->host_index());
-  lock.lock();
-  if (!s.ok()) {
-    --open_;
-    cv_.notify_one();
-    return s;
-  }
-  ++in_use_;
-  *out = std::move(conn);
-  return Status::Ok();
-}
-
-void PgPool::Release(std::unique_ptr<PgConnection> conn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_use_;
-    if (conn->Broken() || conn->generation() != generation_.load(std::memory_order_acquire)) {
-      --open_;
-    } else {
-      idle_.push_back(std::move(conn));
-    }
-  }
-  cv_.notify_one();
-  // A dropped connection closes here, outside the lock.
-}
-
-Status PgPool::OpenUnpooled(const std::string& schema, std::chrono::milliseconds round_trip,
-                            std::unique_ptr<PgConnection>* out) {
-  PgConnectionOptions o;
-  o.schema = schema;
-  o.round_trip_timeout = round_trip;
-  o.long_round_trip_timeout = round_trip;
-  o.first_host_source = &first_host_;
-  Status s = PgConnection::Open(options_.info, o, out);
-  if (s.ok()) NoteServingHost((*out)->host_index());
-  return s;
-}
-
-void PgPool::NoteServingHost(size_t index) {
-  if (index < options_.info.hosts()) first_host_.store(index, std::memory_order_relaxed);
-}
-
-void PgPool::NoteSilentHost(size_t index) {
-  const size_t n = options_.info.hosts();
-  size_t expected = index;
-  if (n > 1) first_host_.compare_exchange_strong(expected, (index + 1) % n);
-}
-
-void PgPool::SetReachable(bool reachable) {
-  reachable_.store(reachable, std::memory_order_release);
-  // Waiters for a connection give up at once.
-  if (!reachable) cv_.notify_all();
-}
-
-void PgPool::Invalidate() {
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  std::vector<std::unique_ptr<PgConnection>> dropped;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    dropped.swap(idle_);
-    open_ -= dropped.size();
-  }
-  cv_.notify_all();
-}
-
-size_t PgPool::open() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return open_;
-}
-size_t PgPool::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return in_use_;
-}
-uint64_t PgPool::waits() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return waits_;
 }
 
 }  // namespace cerulean::storage

@@ -1,26 +1,24 @@
-// PgConnection: one libpq connection with its prepared statements, and
-// PgPool, the connections a PostgresStore shares between threads. Values are
+// PgConnection: one libpq connection with its prepared statements. Values are
 // always bound (prepared statements), never spliced into SQL text; results
 // come in binary format. Every round trip has a deadline: libpq runs in
 // non-blocking mode and the answer is awaited with poll(), so a database that
 // stops answering (a frozen host, a cut network: its kernel may still
 // acknowledge TCP) costs a caller a bounded wait, then kBusy, never a hang.
-// Thread-safety: a PgConnection is used by one thread at a time (a PgLease
-// hands it out); PgConnInfo is immutable; PgPool is thread-safe.
+// Thread-safety: a PgConnection is used by one thread at a time (a PgLease,
+// storage/postgres/pg_pool.h, hands it out).
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "storage/postgres/pg_result.h"
+#include "storage/postgres/pg_url.h"
 #include "storage/status.h"
 
 struct pg_conn;
@@ -28,100 +26,10 @@ struct pg_result;
 
 namespace cerulean::storage {
 
-// Bound parameters of one statement, with their types (which also make the
-// statement's text valid where a parameter is not referenced).
-class PgParams {
- public:
-  PgParams() = default;
-  // Movable, not copyable: values_ point into owned_ (whose elements a
-  // move does not relocate).
-  PgParams(PgParams&&) = default;
-  PgParams& operator=(PgParams&&) = default;
-  PgParams(const PgParams&) = delete;
-  PgParams& operator=(const PgParams&) = delete;
-
-  // A text value (viewed: must outlive the statement's execution).
-  PgParams& Text(std::string_view v);
-  // A bytea value (viewed likewise).
-  PgParams& Bytes(std::string_view v);
-  PgParams& Int64(int64_t v);
-  // An unused slot of bytea type (SQL NULL).
-  PgParams& NullBytes();
-
-  size_t size() const { return values_.size(); }
-
- private:
-  friend class PgConnection;
-  void Add(const char* data, size_t len, int format, unsigned oid);
-  std::vector<const char*> values_;
-  std::vector<int> lengths_;
-  std::vector<int> formats_;
-  std::vector<unsigned> types_;
-  std::deque<std::string> owned_;  // int64 texts; a deque keeps their addresses
-};
-
-// The result of one statement; rows in binary format.
-class PgResult {
- public:
-  PgResult() = default;
-  ~PgResult();
-  PgResult(const PgResult&) = delete;
-  PgResult& operator=(const PgResult&) = delete;
-  PgResult(PgResult&& other) noexcept;
-  PgResult& operator=(PgResult&& other) noexcept;
-
-  int rows() const;
-  bool IsNull(int row, int col) const;
-  // Raw bytes of a text or bytea column, valid while this result lives.
-  std::string_view View(int row, int col) const;
-  // An int8 column (binary: 8 bytes big-endian).
-  int64_t Int64(int row, int col) const;
-  // A bool column (binary: 1 byte).
-  bool Bool(int row, int col) const;
-  // Rows changed by INSERT/UPDATE/DELETE.
-  int64_t Affected() const;
-
- private:
-  friend class PgConnection;
-  pg_result* res_ = nullptr;
-};
-
 // One statement of a pipeline (PgConnection::Pipeline).
 struct PgStatement {
   std::string_view sql;  // viewed: must outlive the pipeline
   PgParams params;       // prepared on first use, like Exec; none: sent unprepared
-};
-
-// A connection string parsed by libpq, with Cerulean's defaults for the
-// settings it leaves out (connect_timeout, TCP keep-alives, tcp_user_timeout,
-// application_name: storage/README.md, "Timeouts"); a setting in the string
-// wins. A multi-host string (`postgresql://u@h1:p1,h2:p2/db`) is tried host
-// by host, as libpq does, but starting at a chosen host: the one that served
-// last, so that a failed host at the head of the list does not cost every new
-// connection its connect_timeout.
-class PgConnInfo {
- public:
-  // kInvalidArgument if libpq cannot parse `url` (a libpq connection string
-  // or a postgresql:// URL); kIOError if libpq cannot be loaded.
-  static Status Parse(const std::string& url, PgConnInfo* out);
-
-  // Hosts in the string (at least 1: one host or the default).
-  size_t hosts() const { return hosts_.empty() ? 1 : hosts_.size(); }
-  // The position of host:port (as PQhost/PQport report them) in the list, or
-  // hosts() if it is not there.
-  size_t IndexOf(std::string_view host, std::string_view port) const;
-
- private:
-  friend class PgConnection;
-  struct Host {
-    std::string host, hostaddr, port;
-  };
-  // Keywords and values for PQconnectdbParams, hosts rotated to start at
-  // `first`; the views live as long as this object and *storage.
-  void Arrays(size_t first, std::vector<std::string>* storage, std::vector<const char*>* keys,
-              std::vector<const char*>* values) const;
-  std::vector<std::pair<std::string, std::string>> settings_;  // but host, hostaddr, port
-  std::vector<Host> hosts_;                                    // empty: libpq's default
 };
 
 // How long a connection's round trips may wait for the database's answer.
@@ -254,96 +162,6 @@ class PgConnection {
   // SQL text -> statement name.
   std::unordered_map<std::string, std::string, Hash, std::equal_to<>> prepared_;
   std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> memo_;
-};
-
-struct PgPoolOptions {
-  PgConnInfo info;
-  std::string schema;
-  size_t size = 16;
-  // How long Acquire waits for a free connection before kBusy.
-  std::chrono::milliseconds acquire_timeout{5000};
-  std::chrono::milliseconds round_trip_timeout{5000};
-  std::chrono::milliseconds long_round_trip_timeout{300000};
-};
-
-// Up to `size` connections, opened as threads need them; a broken one is
-// dropped when returned, so the next lease opens a fresh one. While the
-// database is marked unreachable (SetReachable, by the store's prober)
-// Acquire fails at once instead of waiting for a connection attempt.
-class PgPool {
- public:
-  explicit PgPool(PgPoolOptions options);
-  ~PgPool();
-  // A connection, waiting up to acquire_timeout while all `size` are in
-  // use. kBusy if the database is marked unreachable, if none came free in
-  // time, or if none is idle and opening one fails.
-  Status Acquire(std::unique_ptr<PgConnection>* out);
-  void Release(std::unique_ptr<PgConnection> conn);
-
-  // Opens a connection that is not the pool's (the prober, the schema), to
-  // the hosts starting at the one that served last, with round trips of
-  // `round_trip` at most; it is not invalidated.
-  Status OpenUnpooled(const std::string& schema, std::chrono::milliseconds round_trip,
-                      std::unique_ptr<PgConnection>* out);
-  // Notes that host `index` of the connection string serves: later
-  // connections try it first.
-  void NoteServingHost(size_t index);
-  // Notes that host `index` stopped answering: if later connections would
-  // try it first, they start at the next one instead (which may be the
-  // standby being promoted), so that the silent host's connect_timeout is
-  // not paid first.
-  void NoteSilentHost(size_t index);
-
-  // The prober's verdict: while false, Acquire fails at once.
-  void SetReachable(bool reachable);
-  bool reachable() const { return reachable_.load(std::memory_order_acquire); }
-  // Drops every connection open now: idle ones at once, those in use when
-  // they are returned; a round trip in flight on one of them is abandoned
-  // within ~100 ms (kBusy).
-  void Invalidate();
-
-  // Metrics: connections open and in use, and acquisitions that waited.
-  size_t open() const;
-  size_t in_use() const;
-  uint64_t waits() const;
-
- private:
-  const PgPoolOptions options_;
-  std::atomic<bool> reachable_{true};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<size_t> first_host_{0};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by mu_
-  size_t open_ = 0;                                  // guarded by mu_ (incl. openings under way)
-  size_t in_use_ = 0;                                // guarded by mu_
-  uint64_t waits_ = 0;                               // guarded by mu_
-};
-
-// A pooled connection for one operation; returned to the pool (rolled back
-// if a transaction was left open) when the lease ends.
-class PgLease {
- public:
-  explicit PgLease(PgPool* pool, PgDeadline deadline = PgDeadline::kRequest) : pool_(pool) {
-    status_ = pool_->Acquire(&conn_);
-    if (conn_) conn_->StartLease(deadline);
-  }
-  ~PgLease() {
-    if (conn_) {
-      conn_->RollbackIfActive();
-      pool_->Release(std::move(conn_));
-    }
-  }
-  PgLease(const PgLease&) = delete;
-  PgLease& operator=(const PgLease&) = delete;
-  const Status& status() const { return status_; }
-  PgConnection* operator->() const { return conn_.get(); }
-  PgConnection* get() const { return conn_.get(); }
-
- private:
-  PgPool* pool_;
-  std::unique_ptr<PgConnection> conn_;
-  Status status_;
 };
 
 // SQLSTATEs the store acts on.

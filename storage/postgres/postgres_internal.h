@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/pg_pool.h"
 #include "storage/postgres/postgres_store.h"
 
 namespace cerulean::storage {

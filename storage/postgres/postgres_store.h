@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/pg_pool.h"
 #include "storage/store.h"
 
 namespace cerulean::storage {
