@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/operations/test_server.h"
+#include "storage/store_wrapper.h"
 
 namespace cerulean::server {
 namespace {
@@ -24,80 +25,40 @@ using testing::TestServer;
 
 // A store that forwards to another and counts the reads made on the
 // server's I/O thread (Watch).
-class WatchedStore final : public storage::Store {
+class WatchedStore final : public storage::StoreWrapper {
  public:
-  explicit WatchedStore(storage::Store& inner) : inner_(inner) {}
+  explicit WatchedStore(storage::Store& inner) : StoreWrapper(&inner) {}
   // `on_io_thread` tells whether the calling thread is the I/O thread.
   void Watch(std::function<bool()> on_io_thread) { on_io_thread_ = std::move(on_io_thread); }
   int reads_on_io_thread() const { return reads_.load(); }
 
-  Status CreateTable(const std::string& a, const std::string& t) override {
-    return inner_.CreateTable(a, t);
-  }
-  Status DeleteTable(const std::string& a, const std::string& t) override {
-    return inner_.DeleteTable(a, t);
-  }
   Result<std::string> GetTable(const std::string& a, const std::string& t) override {
     Note();
-    return inner_.GetTable(a, t);
+    return StoreWrapper::GetTable(a, t);
   }
   Status ScanTables(const std::string& a, const std::string& start,
                     const std::function<bool(const std::string&)>& visit) override {
     Note();
-    return inner_.ScanTables(a, start, visit);
+    return StoreWrapper::ScanTables(a, start, visit);
   }
   Result<std::string> GetTableAcl(const std::string& a, const std::string& t) override {
     Note();
-    return inner_.GetTableAcl(a, t);
-  }
-  Status SetTableAcl(const std::string& a, const std::string& t, const std::string& acl) override {
-    return inner_.SetTableAcl(a, t, acl);
+    return StoreWrapper::GetTableAcl(a, t);
   }
   Result<std::string> GetServiceProperties(const std::string& a) override {
     Note();
-    return inner_.GetServiceProperties(a);
-  }
-  Status SetServiceProperties(const std::string& a, const std::string& props) override {
-    return inner_.SetServiceProperties(a, props);
+    return StoreWrapper::GetServiceProperties(a);
   }
   Status GetEntityRow(const std::string& a, const std::string& t, const std::string& pk,
                       const std::string& rk, const storage::RowVisitor& visit) override {
     Note();
-    return inner_.GetEntityRow(a, t, pk, rk, visit);
+    return StoreWrapper::GetEntityRow(a, t, pk, rk, visit);
   }
   Status ScanRows(const std::string& a, const std::string& t, const storage::ScanRequest& request,
                   const storage::RowVisitor& visit,
                   std::optional<storage::EntityKey>* next) override {
     Note();
-    return inner_.ScanRows(a, t, request, visit, next);
-  }
-  Status Apply(const std::string& a, const std::string& t, const std::vector<storage::WriteOp>& ops,
-               storage::ApplyResult* result, storage::ApplyError* error) override {
-    return inner_.Apply(a, t, ops, result, error);
-  }
-  void ApplyAsync(std::string a, std::string t, std::vector<storage::WriteOp> ops,
-                  storage::ApplyCallback done) override {
-    inner_.ApplyAsync(std::move(a), std::move(t), std::move(ops), std::move(done));
-  }
-  void Flush() override { inner_.Flush(); }
-  Status ResetAccount(const std::string& a) override { return inner_.ResetAccount(a); }
-  Status SaveSnapshot(const std::string& a, const std::string& n,
-                      storage::SnapshotInfo* info) override {
-    return inner_.SaveSnapshot(a, n, info);
-  }
-  Status RestoreSnapshot(const std::string& a, const std::string& n,
-                         storage::RestoreStats* stats) override {
-    return inner_.RestoreSnapshot(a, n, stats);
-  }
-  Status ListSnapshots(const std::string& a, std::vector<storage::SnapshotInfo>* out) override {
-    return inner_.ListSnapshots(a, out);
-  }
-  Status DeleteSnapshot(const std::string& a, const std::string& n) override {
-    return inner_.DeleteSnapshot(a, n);
-  }
-  bool Healthy() override { return inner_.Healthy(); }
-  Status GetUsage(std::vector<storage::AccountUsage>* accounts, uint64_t* bytes) override {
-    return inner_.GetUsage(accounts, bytes);
+    return StoreWrapper::ScanRows(a, t, request, visit, next);
   }
 
  private:
@@ -105,7 +66,6 @@ class WatchedStore final : public storage::Store {
     if (on_io_thread_ && on_io_thread_()) reads_.fetch_add(1);
   }
 
-  storage::Store& inner_;
   std::function<bool()> on_io_thread_;
   std::atomic<int> reads_{0};
 };

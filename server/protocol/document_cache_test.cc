@@ -9,20 +9,38 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
+#include "storage/store_wrapper.h"
 
 namespace cerulean::server {
 namespace {
 
 using storage::Status;
 
+// An empty in-memory SqliteStore, for the calls DocumentStore leaves to it
+// (a base class, so that it is opened before the wrapper takes it).
+struct EmptyStore {
+  EmptyStore() {
+    storage::SqliteStoreOptions options;
+    options.in_memory = true;
+    options.background_reaping = false;
+    auto opened = storage::SqliteStore::Open(options);
+    REQUIRE(opened.ok());
+    empty = std::move(opened).value();
+  }
+  std::unique_ptr<storage::SqliteStore> empty;
+};
+
 // Documents in maps; every read counted; reads fail while `down`.
-class DocumentStore final : public storage::Store {
+class DocumentStore final : private EmptyStore, public storage::StoreWrapper {
  public:
+  DocumentStore() : StoreWrapper(empty.get()) {}
+
   std::map<std::string, std::string> props;  // by account
   std::map<std::string, std::string> acls;   // by lower-case table; absent: no table
   bool down = false;
@@ -47,51 +65,6 @@ class DocumentStore final : public storage::Store {
     if (it == acls.end()) return Status::TableNotFound(table);
     return it->second;
   }
-
-  Status CreateTable(const std::string&, const std::string&) override { return No(); }
-  Status DeleteTable(const std::string&, const std::string&) override { return No(); }
-  storage::Result<std::string> GetTable(const std::string&, const std::string&) override {
-    return No();
-  }
-  Status ScanTables(const std::string&, const std::string&,
-                    const std::function<bool(const std::string&)>&) override {
-    return No();
-  }
-  Status SetTableAcl(const std::string&, const std::string&, const std::string&) override {
-    return No();
-  }
-  Status SetServiceProperties(const std::string&, const std::string&) override { return No(); }
-  Status GetEntityRow(const std::string&, const std::string&, const std::string&,
-                      const std::string&, const storage::RowVisitor&) override {
-    return No();
-  }
-  Status ScanRows(const std::string&, const std::string&, const storage::ScanRequest&,
-                  const storage::RowVisitor&, std::optional<storage::EntityKey>*) override {
-    return No();
-  }
-  Status Apply(const std::string&, const std::string&, const std::vector<storage::WriteOp>&,
-               storage::ApplyResult*, storage::ApplyError*) override {
-    return No();
-  }
-  void ApplyAsync(std::string, std::string, std::vector<storage::WriteOp>,
-                  storage::ApplyCallback) override {}
-  void Flush() override {}
-  Status ResetAccount(const std::string&) override { return No(); }
-  Status SaveSnapshot(const std::string&, const std::string&, storage::SnapshotInfo*) override {
-    return No();
-  }
-  Status RestoreSnapshot(const std::string&, const std::string&, storage::RestoreStats*) override {
-    return No();
-  }
-  Status ListSnapshots(const std::string&, std::vector<storage::SnapshotInfo>*) override {
-    return No();
-  }
-  Status DeleteSnapshot(const std::string&, const std::string&) override { return No(); }
-  bool Healthy() override { return true; }
-  Status GetUsage(std::vector<storage::AccountUsage>*, uint64_t*) override { return No(); }
-
- private:
-  static Status No() { return Status::NotSupported("test store"); }
 };
 
 std::int64_t g_now_ms = 0;
