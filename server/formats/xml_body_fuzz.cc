@@ -1,5 +1,6 @@
 // libFuzzer entry for the XML request bodies: Set Table ACL and Set Service
-// Properties (server/formats/xml_tree.h reads both). Besides "no crash, no hang, no
+// Properties (server/formats/acl_xml.h, server/protocol/service_properties.h;
+// both read with server/formats/xml_tree.h). Besides "no crash, no hang, no
 // sanitizer report, no deep recursion" it checks that what either accepts,
 // written back, is accepted again and written back the same. Seeds:
 // server/fuzz_seeds/xml_body/; build and run: scripts/fuzz.sh (README,
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol/auth.h"
+#include "server/formats/acl_xml.h"
 #include "server/protocol/service_properties.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

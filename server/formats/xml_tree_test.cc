@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/formats/acl_xml.h"
 #include "server/formats/entity_atom.h"
-#include "server/protocol/auth.h"
 #include "server/protocol/service_properties.h"
 
 namespace cerulean::server {

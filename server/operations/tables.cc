@@ -1,5 +1,6 @@
 // Table operations: Query Tables, Get Table, Create Table, Delete Table, and
 // the table ACL.
+#include "server/formats/acl_xml.h"
 #include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
 #include "server/formats/entity_rules.h"

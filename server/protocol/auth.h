@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/formats/acl_xml.h"
 #include "server/formats/azure_error.h"
 #include "storage/key_range.h"
 
@@ -35,14 +36,6 @@ class Accounts {
 
  private:
   std::vector<Account> accounts_;
-};
-
-// A stored access policy (Set Table ACL).
-struct AccessPolicy {
-  std::string id;
-  std::string start;       // as given, may be empty
-  std::string expiry;      // as given, may be empty
-  std::string permission;  // may be empty
 };
 
 // What the presented credentials allow.
@@ -110,9 +103,5 @@ std::string SharedKeyStringToSign(std::string_view verb, std::string_view conten
 std::string SharedKeyLiteStringToSign(std::string_view date, std::string_view canonical_resource);
 // Base64 HMAC-SHA256 of `string_to_sign` under decoded `key`.
 std::string Sign(std::string_view key, std::string_view string_to_sign);
-
-// Parses and serializes the Set/Get Table ACL XML.
-std::optional<ErrorReply> ParseAclXml(std::string_view xml, std::vector<AccessPolicy>* out);
-std::string AclToXml(const std::vector<AccessPolicy>& policies);
 
 }  // namespace cerulean::server

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "server/formats/acl_xml.h"
 #include "server/formats/ascii.h"
 #include "storage/store.h"
 
