@@ -57,8 +57,8 @@ class PagePrefetcher {
   void Arm(BlockingPool& pool, const storage::Store& store, std::string key, Render render);
   // Starts the armed rendering, if any. Called once a response has been
   // written: started earlier, the rendering would compete with the writing
-  // of the page before it for the core (on one core, the page's headers
-  // came ~1.3 ms later: its whole rendering time).
+  // of the page before it for the core (on one core, that page's headers
+  // would wait for the whole rendering).
   void Kick();
 
   // The page rendered for `key`, if it is ready and still current; the

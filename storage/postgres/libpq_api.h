@@ -1,8 +1,8 @@
 // LibPq: the libpq functions the PostgreSQL store calls, looked up in the
 // shared library when first needed (SharedLibrary) rather than linked: libpq
-// and the ~25 libraries it needs (GnuTLS, Kerberos, LDAP, ...) would cost the
-// dynamic loader ~18M cycles at every start (LD_DEBUG=statistics), which a
-// server on the default SQLite store would pay for nothing. Internal to
+// and the ~25 libraries it needs (GnuTLS, Kerberos, LDAP, ...) would be
+// loaded and relocated at every start (LD_DEBUG=statistics shows the cost),
+// which a server on the default SQLite store would pay for nothing. Internal to
 // storage/postgres (the only files that see libpq-fe.h).
 // Thread-safety: Pq() may be called from any thread; LibPq is immutable.
 #pragma once

@@ -28,8 +28,7 @@ namespace cerulean::storage {
 // index. The hard limit stalls the writer for as long as copying the frames
 // the checkpointer has not reached yet takes, so a higher limit means longer
 // stalls when the writer outruns the checkpointer. A catch-up copies a few
-// commits' pages and syncs the WAL and the database once: ~1 ms of the
-// writer's time every ~80 ms of single inserts.
+// commits' pages and syncs the WAL and the database once.
 struct WalCheckpointLimits {
   int trigger_pages = 4000;
   int hard_limit_pages = 8000;

@@ -38,9 +38,9 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
   p->timestamps.clear();
   p->timestamps.reserve(ops.size());
   p->failed = 0;
-  // The table's id, looked up once per group and table: a lookup is ~5.5k
-  // instructions, ~4 % of a single insert's (callgrind, scripts/profile.sh
-  // insert), and a group's Applies usually address one table.
+  // The table's id, looked up once per group and table: a lookup is a
+  // noticeable part of a single insert's work (scripts/profile.sh insert),
+  // and a group's Applies usually address one table.
   int64_t id = 0;
   Status s;
   if (table_id->id != 0 && table_id->account == account && table_id->table == table) {
@@ -293,14 +293,13 @@ void SqliteStore::Enqueue(std::unique_ptr<PendingApply> p) {
   // A large Apply gains nothing from waiting for other writes to share its
   // commit, so hand the core to the committer now. Where the server shares
   // one core (taskset, a one-CPU container) a woken committer otherwise
-  // waits until the caller's time slice ends, ~0.7 ms (perf sched
-  // timehist), before it commits and hands the group to the syncer: the WAL
-  // sync started late instead of overlapping the caller's next request.
-  // With more cores the committer runs elsewhere and this returns at once.
-  // Small Applies do not yield: at 16 connections single inserts would then
-  // commit one at a time, at less than half the rate. With 100-entity
-  // batches at 4 in flight on one core the yield gives ~20 % more batches/s
-  // (PROFILER=none scripts/profile.sh batch 8 4).
+  // waits until the caller's time slice ends before it commits and hands
+  // the group to the syncer: the WAL sync would start late instead of
+  // overlapping the caller's next request. With more cores the committer
+  // runs elsewhere and this returns at once. Small Applies do not yield:
+  // concurrent single inserts would then commit one at a time instead of
+  // sharing commits (PROFILER=none scripts/profile.sh batch 8 4 shows the
+  // gain for batches).
   if (large) std::this_thread::yield();
 }
 
