@@ -2,12 +2,17 @@
 # Measures what a new user waits for: the time from `git clone` of this
 # repository to the "successfully listening" line of `bash scripts/start.sh`,
 # with the apt packages already installed (scripts/setup.sh then only checks
-# them) and ccache off, so that every file compiles. The server runs in memory
-# on a free port and is stopped once it listens. Prints the wall time and the
-# CPU time (user + system) of everything it ran, then removes the clone.
+# them) and ccache as installed but with an empty cache, as a new user's first
+# build runs: every file compiles, and through ccache when it is on the PATH.
+# The server runs in memory on a free port and is stopped once it listens.
+# Prints the wall time and the CPU time (user + system) of everything it ran,
+# then removes the clone.
 #
 #   bash scripts/clone-to-serve.sh              # clones this checkout's HEAD
 #   SOURCE=URL bash scripts/clone-to-serve.sh   # clones another repository
+#   CCACHE=off bash scripts/clone-to-serve.sh   # compiles without ccache
+#
+# Environment: JOBS (default nproc), passed to scripts/build.sh.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +29,14 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 start=$(now)
 git clone --quiet --no-local "$source" "$work/cerulean"
-export CCACHE_DISABLE=1
+case ${CCACHE:-empty} in
+  empty) export CCACHE_DIR=$work/ccache ;;
+  off) export CCACHE_DISABLE=1 ;;
+  *)
+    echo "clone-to-serve: CCACHE must be empty or off, not $CCACHE" >&2
+    exit 2
+    ;;
+esac
 bash "$work/cerulean/scripts/start.sh" --inMemoryPersistence --tablePort 0 \
   >"$work/out.log" 2>"$work/build.log" &
 server=$!

@@ -5,7 +5,8 @@
 # tests/packages/node/{cerulean-tables,fixture,parent-death}.test.js there with node --test, and
 # compiles tests/packages/node/types.ts against the package's types with tsc --strict (no
 # --skipLibCheck). A second scratch project installs the tarball without @azure/data-tables, its
-# optional peer: there no-sdk.test.js runs and types-no-sdk.ts compiles.
+# optional peer: there no-sdk.test.js runs and types-no-sdk.ts compiles. A third installs it with
+# mocha and vitest, which run mocha.test.js and vitest.test.mjs (the fixture under each).
 # Ends with "N passed, N failed"; exits non-zero iff something failed.
 #   bash tests/packages/node.sh
 # Environment: DIST_DIR (default <repo>/dist).
@@ -69,6 +70,34 @@ run_tests() {
   ((status != 0 && f == 0)) && failed=$((failed + 1))
 }
 
+# Runs the test file $2 in the project $1 with mocha (spec reporter: "N passing", "N failing")
+# or vitest (JSON report: numPassedTests, numFailedTests), as named by $3, and adds up its totals.
+run_framework() {
+  local dir=$scratch/$1 file=$2 runner=$3 log status p f
+  log=$(mktemp)
+  case $runner in
+    mocha)
+      (cd "$dir" && timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" npx --no-install mocha --reporter spec "$file") 2>&1 | tee "$log"
+      status=${PIPESTATUS[0]}
+      read -r p f < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ *[0-9]+ passing/ { p = $1 } /^ *[0-9]+ failing/ { f = $1 }
+        END { print p + 0, f + 0 }')
+      ;;
+    vitest)
+      (cd "$dir" && timeout -k 10 "${NODE_PACKAGES_TIMEOUT:-300}" npx --no-install vitest run --reporter=default \
+        --reporter=json --outputFile.json="$log.json" "$file") 2>&1
+      status=$?
+      read -r p f < <(node -e 'try { const r = require(process.argv[1]); console.log(r.numPassedTests, r.numFailedTests) }
+        catch { console.log(0, 0) }' "$log.json")
+      rm -f "$log.json"
+      ;;
+  esac
+  rm -f "$log"
+  echo "$runner $file: $p passed, $f failed"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  ((status != 0 && f == 0)) && failed=$((failed + 1))
+}
+
 # Compiles $2 in the project $1 with tsc --strict, the library check included.
 check_types() {
   local what="$2 compiles against the package's index.d.ts in the project $1 (tsc --strict)"
@@ -87,11 +116,15 @@ cp "$here"/node/cerulean-tables.test.js "$here"/node/fixture.test.js "$here"/nod
   "$here"/node/types.ts "$scratch/with-sdk/"
 make_project without-sdk typescript@5 @types/node@20
 cp "$here"/node/no-sdk.test.js "$here"/node/types-no-sdk.ts "$scratch/without-sdk/"
+make_project frameworks "@azure/data-tables@$data_tables" mocha@12 vitest@4
+cp "$here"/node/mocha.test.js "$here"/node/vitest.test.mjs "$scratch/frameworks/"
 
 run_tests with-sdk cerulean-tables.test.js fixture.test.js parent-death.test.js
 check_types with-sdk types.ts
 run_tests without-sdk no-sdk.test.js
 check_types without-sdk types-no-sdk.ts
+run_framework frameworks mocha.test.js mocha
+run_framework frameworks vitest.test.mjs vitest
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -6,7 +6,7 @@ namespace Aspire.Hosting;
 /// A Cerulean server run by the AppHost as an executable: the Azure Table service for the
 /// development account on one HTTP endpoint (<see cref="TablesEndpointName"/>). Its connection
 /// string names that endpoint as <c>TableEndpoint</c>, and the blob and queue endpoints of
-/// another service when <see cref="CeruleanResourceBuilderExtensions.WithBlobsAndQueues"/> added
+/// another service when <see cref="CeruleanResourceBuilderExtensions.WithBlobsAndQueues(IResourceBuilder{CeruleanResource}, EndpointReference, EndpointReference)"/> added
 /// them.
 /// </summary>
 public sealed class CeruleanResource : ExecutableResource, IResourceWithConnectionString
@@ -44,27 +44,6 @@ public sealed class CeruleanResource : ExecutableResource, IResourceWithConnecti
     /// <c>DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=…;TableEndpoint=…;</c>
     /// and, after <c>WithBlobsAndQueues</c>, <c>BlobEndpoint=…;QueueEndpoint=…;</c> too.
     /// </summary>
-    public ReferenceExpression ConnectionStringExpression
-    {
-        get
-        {
-            var b = new ReferenceExpressionBuilder();
-            b.AppendLiteral($"DefaultEndpointsProtocol=http;AccountName={Account};AccountKey={Key};TableEndpoint=");
-            b.Append($"{TablesEndpoint.Property(EndpointProperty.Url)}");
-            b.AppendLiteral($"/{Account};");
-            if (BlobEndpoint != null)
-            {
-                b.AppendLiteral("BlobEndpoint=");
-                b.Append($"{BlobEndpoint}");
-                b.AppendLiteral(";");
-            }
-            if (QueueEndpoint != null)
-            {
-                b.AppendLiteral("QueueEndpoint=");
-                b.Append($"{QueueEndpoint}");
-                b.AppendLiteral(";");
-            }
-            return b.Build();
-        }
-    }
+    public ReferenceExpression ConnectionStringExpression =>
+        CeruleanConnectionString.Build(TablesEndpoint, BlobEndpoint, QueueEndpoint);
 }
