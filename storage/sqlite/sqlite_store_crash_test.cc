@@ -322,6 +322,11 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
   options.reap_chunk_rows = 50;
 
   SUBCASE("fsync_commits (the default): one sync or more per commit") {
+    // One sync at a time, or several in flight: the same guarantees.
+    size_t syncs = 1;
+    SUBCASE("one sync at a time") { syncs = 1; }
+    SUBCASE("four syncs in flight") { syncs = 4; }
+    options.syncs_in_flight = syncs;
     auto store = SqliteStore::Open(options);
     REQUIRE_MESSAGE(store.ok(), store.status().ToString());
     int before = wal_syncs;
@@ -350,6 +355,31 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
       auto [ok, synced] = acked.get_future().get();
       CHECK(ok);
       CHECK(synced);
+    }
+    // Many queued at once (groups committed while others sync): answered
+    // in the order queued, each once a sync covering its commit is done.
+    {
+      std::mutex mu;
+      std::vector<int> answered;
+      int wrong = 0;
+      std::promise<void> all;
+      constexpr int kQueued = 300;
+      for (int i = 0; i < kQueued; ++i) {
+        const int writes_before = wal_writes;
+        (*store)->ApplyAsync("acct", "t", {Insert("m", std::to_string(i))},
+                             [&, i, writes_before](ApplyOutcome out) {
+                               std::lock_guard<std::mutex> lock(mu);
+                               if (!out.status.ok() || wal_writes_synced <= writes_before) ++wrong;
+                               answered.push_back(i);
+                               if (answered.size() == kQueued) all.set_value();
+                             });
+      }
+      all.get_future().wait();
+      std::lock_guard<std::mutex> lock(mu);
+      CHECK(wrong == 0);
+      std::vector<int> expected(kQueued);
+      for (int i = 0; i < kQueued; ++i) expected[i] = i;
+      CHECK(answered == expected);
     }
     before = wal_syncs;
     REQUIRE((*store)->DeleteTable("acct", "t").ok());
