@@ -1,9 +1,9 @@
 #include "server/http/scheduler.h"
 
-#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,52 +23,26 @@ namespace cerulean::server {
 
 namespace {
 
-// A handler that always answers at once, as a Handler.
-template <HttpResponse (*F)(const ServerContext&, Request&)>
-OperationResult Answer(const ServerContext& ctx, Request& req) {
-  return F(ctx, req);
-}
-
-struct HandlerEntry {
-  Operation op;
-  Handler handler;
-};
-
-// The handler of every Operation, in its order (as kRoutes in routes.cc).
-using O = Operation;
-constexpr std::array<HandlerEntry, 22> kHandlers = {{
-    {O::kQueryTables, &Answer<QueryTables>},
-    {O::kGetTable, &Answer<GetTable>},
-    {O::kCreateTable, &Answer<CreateTable>},
-    {O::kDeleteTable, &Answer<DeleteTable>},
-    {O::kQueryEntities, &QueryEntities},
-    {O::kGetEntity, &Answer<GetEntity>},
-    {O::kInsertEntity, &WriteEntity},
-    {O::kUpdateEntity, &WriteEntity},
-    {O::kMergeEntity, &WriteEntity},
-    {O::kDeleteEntity, &WriteEntity},
-    {O::kInsertOrReplace, &WriteEntity},
-    {O::kInsertOrMerge, &WriteEntity},
-    {O::kBatch, &Batch},
-    {O::kGetTableAcl, &Answer<GetTableAcl>},
-    {O::kSetTableAcl, &Answer<SetTableAcl>},
-    {O::kGetServiceProperties, &Answer<GetServiceProperties>},
-    {O::kSetServiceProperties, &Answer<SetServiceProperties>},
-    {O::kGetServiceStats, &Answer<GetServiceStats>},
-    // Answered before routing (OPTIONS) or by path (/_...).
-    {O::kPreflight, nullptr},
-    {O::kResetAccount, nullptr},
-    {O::kFaults, nullptr},
-    {O::kSnapshots, nullptr},
-}};
-
-constexpr bool InOperationOrder() {
-  for (size_t i = 0; i < kHandlers.size(); ++i) {
-    if (static_cast<size_t>(kHandlers[i].op) != i) return false;
+// `F` as a Handler: a handler that always answers at once is wrapped, one
+// that may answer later is itself, none (nullptr) stays none.
+template <auto F>
+constexpr Handler Bind() {
+  if constexpr (std::is_null_pointer_v<decltype(F)>) {
+    return nullptr;
+  } else if constexpr (std::is_same_v<decltype(F), Handler>) {
+    return F;
+  } else {
+    return [](const ServerContext& ctx, Request& req) -> OperationResult { return F(ctx, req); };
   }
-  return static_cast<size_t>(Operation::kSnapshots) + 1 == kHandlers.size();
 }
-static_assert(InOperationOrder(), "kHandlers lists every Operation once, in order");
+
+// The handler of every Operation, in its order: the operation table's last
+// column (operation_table.h).
+#define CERULEAN_HANDLER(op, name, kind, verbs, selector, if_match, body, response, write, \
+                         in_changeset, runs, sas, handler)                                 \
+  Bind<handler>(),
+constexpr Handler kHandlers[] = {CERULEAN_OPERATIONS(CERULEAN_HANDLER)};
+#undef CERULEAN_HANDLER
 
 // The operation's result of prepared `req`, from its handler (the route
 // table) or, for a reserved /_ endpoint, from HandleAdmin.
@@ -126,7 +100,7 @@ void FinishResponse(const Request& req, HttpResponse& res, bool keep_alive) {
 
 }  // namespace
 
-Handler HandlerOf(Operation op) { return kHandlers[static_cast<size_t>(op)].handler; }
+Handler HandlerOf(Operation op) { return kHandlers[static_cast<size_t>(op)]; }
 
 void Finish(const ServerContext& ctx, const Request& req, HttpResponse& res,
             std::chrono::steady_clock::time_point started) {

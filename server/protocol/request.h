@@ -21,6 +21,7 @@
 #include "server/formats/azure_error.h"
 #include "server/formats/entity_json.h"
 #include "server/protocol/auth.h"
+#include "server/protocol/operation_table.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
@@ -185,31 +186,13 @@ class QueryParams {
   size_t reserved_bytes_ = 0;  // Reserve's `bytes`, for the first chunk
 };
 
+// Every operation, in the order of the operation table (operation_table.h);
+// its name and everything else about it: routes.h.
 enum class Operation {
-  kQueryTables,
-  kGetTable,
-  kCreateTable,
-  kDeleteTable,
-  kQueryEntities,
-  kGetEntity,
-  kInsertEntity,
-  kUpdateEntity,
-  kMergeEntity,
-  kDeleteEntity,
-  kInsertOrReplace,
-  kInsertOrMerge,
-  kBatch,
-  kGetTableAcl,
-  kSetTableAcl,
-  kGetServiceProperties,
-  kSetServiceProperties,
-  kGetServiceStats,
-  kPreflight,
-  kResetAccount,  // POST /_reset/{account}
-  kFaults,        // /_faults/{account}
-  kSnapshots,     // /_snapshots/{account}[/{name}[/restore]]
+#define CERULEAN_OPERATION_ENUMERATOR(op, ...) op,
+  CERULEAN_OPERATIONS(CERULEAN_OPERATION_ENUMERATOR)
+#undef CERULEAN_OPERATION_ENUMERATOR
 };
-// An operation's name and everything else about it: routes.h.
 
 // Documents a request needs from storage that the caches did not hold when
 // it was prepared (Request::missing_documents).

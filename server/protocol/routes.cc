@@ -1,7 +1,5 @@
 #include "server/protocol/routes.h"
 
-#include <array>
-
 namespace cerulean::server {
 
 namespace {
@@ -28,43 +26,14 @@ constexpr bool kReads = false;
 constexpr bool kInChangeset = true;
 constexpr bool kAlone = false;
 
-// One entry per Operation, in its order.
-// clang-format off
-constexpr std::array<Route, 22> kRoutes = {{
-  // op                      name                     resource   verbs            selector               If-Match     body        response      write    change set    runs           SAS
-  {O::kQueryTables,          "QueryTables",           kTables,   kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
-  {O::kGetTable,             "GetTable",              kTable,    kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kPool,         AccountSas("cs", "lr")},
-  {O::kCreateTable,          "CreateTable",           kTables,   kPost,           S::kNone,              M::kAny,     kOData,     R::kOData,    kWrites, kAlone,       kPool,         AccountSas("c", "cw")},
-  {O::kDeleteTable,          "DeleteTable",           kTable,    kDelete,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         AccountSas("c", "d")},
-  {O::kQueryEntities,        "QueryEntities",         kEntities, kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kInlineOrPool, EntitySas("r")},
-  {O::kGetEntity,            "GetEntity",             kEntity,   kGet,            S::kNone,              M::kAny,     kNone,      R::kOData,    kReads,  kAlone,       kInline,       EntitySas("r")},
-  {O::kInsertEntity,         "InsertEntity",          kEntities, kPost,           S::kNone,              M::kAny,     kOData,     R::kOData,    kWrites, kInChangeset, kCommit,       EntitySas("a")},
-  {O::kUpdateEntity,         "UpdateEntity",          kEntity,   kPut,            S::kNone,              M::kPresent, kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
-  {O::kMergeEntity,          "MergeEntity",           kEntity,   kMerge | kPatch, S::kNone,              M::kPresent, kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("u")},
-  {O::kDeleteEntity,         "DeleteEntity",          kEntity,   kDelete,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("d")},
-  {O::kInsertOrReplace,      "InsertOrReplaceEntity", kEntity,   kPut,            S::kNone,              M::kAbsent,  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
-  {O::kInsertOrMerge,        "InsertOrMergeEntity",   kEntity,   kMerge | kPatch, S::kNone,              M::kAbsent,  kOData,     R::kNone,     kWrites, kInChangeset, kCommit,       EntitySas("a u")},
-  {O::kBatch,                "Batch",                 kBatch,    kPost,           S::kNone,              M::kAny,     kMultipart, R::kMultipart, kWrites, kAlone,      kCommit,       EntitySas("")},
-  {O::kGetTableAcl,          "GetTableAcl",           kEntities, kGet,            S::kAcl,               M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         kNoSas},
-  {O::kSetTableAcl,          "SetTableAcl",           kEntities, kPut,            S::kAcl,               M::kAny,     kXml,       R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kGetServiceProperties, "GetServiceProperties",  kService,  kGet,            S::kServiceProperties, M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
-  {O::kSetServiceProperties, "SetServiceProperties",  kService,  kPut,            S::kServiceProperties, M::kAny,     kXml,       R::kNone,     kWrites, kAlone,       kPool,         AccountSas("s", "w")},
-  {O::kGetServiceStats,      "GetServiceStats",       kService,  kGet,            S::kServiceStats,      M::kAny,     kNone,      R::kXml,      kReads,  kAlone,       kPool,         AccountSas("s", "r")},
-  // Answered before routing (OPTIONS) or by path (/_...): no verb.
-  {O::kPreflight,            "Preflight",             kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kReads,  kAlone,       kInline,       AccountSas("", "")},
-  {O::kResetAccount,         "ResetAccount",          kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kFaults,               "Faults",                kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-  {O::kSnapshots,            "Snapshots",             kService,  kNoVerb,         S::kNone,              M::kAny,     kNone,      R::kNone,     kWrites, kAlone,       kPool,         kNoSas},
-}};
-// clang-format on
-
-constexpr bool InOperationOrder() {
-  for (size_t i = 0; i < kRoutes.size(); ++i) {
-    if (static_cast<size_t>(kRoutes[i].op) != i) return false;
-  }
-  return static_cast<size_t>(Operation::kSnapshots) + 1 == kRoutes.size();
-}
-static_assert(InOperationOrder(), "kRoutes lists every Operation once, in order");
+// The operation table's rows without their handler, in the order of
+// Operation (both come from operation_table.h).
+#define CERULEAN_ROUTE(op, name, kind, verbs, selector, if_match, body, response, write, \
+                       in_changeset, runs, sas, handler)                                 \
+  Route{O::op, name,     kind,  verbs,        selector, if_match,                        \
+        body,  response, write, in_changeset, runs,     sas},
+constexpr Route kRoutes[] = {CERULEAN_OPERATIONS(CERULEAN_ROUTE)};
+#undef CERULEAN_ROUTE
 
 // The selector a request names for a resource of `kind`, or the error for
 // one the resource does not have.

@@ -1,15 +1,12 @@
-// The route table: every operation of the Table API declared once, with all
-// the server needs to know about it — the resource kind and verb that reach
-// it, its name (access log, metrics, fault rules), the format of its request
-// and response bodies, whether it writes, whether it may appear in a $batch
-// change set, and where it runs. The router, $batch, authorization, the
-// access log, metrics and fault injection all read it; nothing else routes.
-// The handlers (operations/) sit in a layer above this one; the scheduler
-// binds each operation to its handler (http/scheduler.h, HandlerOf).
-//
-// Adding an operation: add its Operation (request.h), one entry to kRoutes
-// (routes.cc), its handler (operations/) and its entry in kHandlers
-// (http/scheduler.cc).
+// The route table: every operation of the Table API, as its row of the
+// operation table (operation_table.h) without the handler — the resource
+// kind and verb that reach it, its name (access log, metrics, fault rules),
+// the format of its request and response bodies, whether it writes, whether
+// it may appear in a $batch change set, and where it runs. The router,
+// $batch, authorization, the access log, metrics and fault injection all
+// read it; nothing else routes. The handlers (operations/) sit in a layer
+// above this one; the scheduler binds each operation to the handler of its
+// row (http/scheduler.h, HandlerOf).
 // Thread-safety: the table is immutable; every function may run on any thread.
 #pragma once
 
