@@ -144,7 +144,8 @@ bool Seed(storage::Store& store, const std::string& dir) {
     storage::Status s =
         server::ImportJsonLines(store, std::string(server::kDevAccount), in, &count);
     if (!s.ok()) {
-      std::fprintf(stderr, "cerulean: --seed %s: %s\n", file.string().c_str(), s.ToString().c_str());
+      std::fprintf(stderr, "cerulean: --seed %s: %s\n", file.string().c_str(),
+                   s.ToString().c_str());
       return false;
     }
   }

@@ -437,8 +437,9 @@ void SqliteStore::SyncLoop() {
     // they lose ~9 %, as the core idles while each waits for the other's
     // commit.
     if (sync_tickets_.empty() &&
-        std::none_of(sync_queue_.begin(), sync_queue_.end(),
-                     [this](const auto& p) { return p->commit_seq > sync_started_ && p->large(); })) {
+        std::none_of(sync_queue_.begin(), sync_queue_.end(), [this](const auto& p) {
+          return p->commit_seq > sync_started_ && p->large();
+        })) {
       lock.unlock();
       std::this_thread::yield();
       lock.lock();
