@@ -403,8 +403,6 @@ struct SqliteStore::PendingApply {
   ApplyCallback done;
   // A Flush marker: no ops, only a callback to run in queue order.
   bool barrier = false;
-  // Its group's place in commit order (the syncers' numbering).
-  uint64_t commit_seq = 0;
   std::vector<int64_t> timestamps;
   size_t failed = 0;
   Status status;

@@ -106,7 +106,7 @@ SqliteStore::~SqliteStore() {
   // committer fed to the end (callbacks all run), then the background work.
   const bool opened = committer_.joinable();  // Init got as far as serving writes
   StopThread(group_mu_, group_cv_, &group_stopping_, committer_);
-  for (std::thread& syncer : syncers_) StopThread(sync_mu_, sync_cv_, &sync_stopping_, syncer);
+  StopThread(sync_mu_, sync_cv_, &sync_stopping_, syncer_);
   StopThread(checkpoint_mu_, checkpoint_cv_, &checkpoint_stopping_, checkpointer_);
   StopThread(reap_mu_, reap_cv_, &stopping_, reaper_);
   if (opened && !options_.in_memory) CarryWriteCounts();
@@ -284,8 +284,7 @@ Status SqliteStore::Init() {
     // Synced from the syncer thread while the writer goes on: the base file,
     // which leaves the writer's gathered frames alone.
     wal_file_ = WalBaseFile(f);
-    const size_t syncers = std::max<size_t>(1, options_.syncs_in_flight);
-    for (size_t i = 0; i < syncers; ++i) syncers_.emplace_back([this] { SyncLoop(); });
+    syncer_ = std::thread([this] { SyncLoop(); });
   }
   committer_ = std::thread([this] { CommitLoop(); });
 
@@ -360,8 +359,6 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.checkpoints_background = checkpoints_background_.load(std::memory_order_relaxed);
   stats.checkpoints_idle = checkpoints_idle_.load(std::memory_order_relaxed);
   stats.checkpoints_writer = checkpoints_writer_.load(std::memory_order_relaxed);
-  stats.wal_syncs = wal_syncs_.load(std::memory_order_relaxed);
-  stats.wal_syncs_overlapped = wal_syncs_overlapped_.load(std::memory_order_relaxed);
   stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
   stats.writer_cache_releases = writer_cache_releases_.load(std::memory_order_relaxed);
   stats.writer_cache_bytes_released = writer_cache_bytes_released_.load(std::memory_order_relaxed);

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -103,15 +102,6 @@ struct SqliteStoreOptions {
   // only at checkpoints; a commit is in the OS, which survives kill -9 of
   // the process but not a power loss. Unused in memory.
   bool fsync_commits = true;
-  // With fsync_commits: how many WAL syncs may run at once. Each sync covers
-  // every group committed before it began; a group is answered once a sync
-  // that began after its commit has completed, and after every group
-  // committed before it (storage/README.md, "Group commit"). A second sync
-  // starts while the first is still in flight, so a group committed
-  // meanwhile need not wait for it. 1 (the default): one sync at a time;
-  // with the server on one core more syncs in flight did not raise inserts/s
-  // (the core, not the sync, is the limit there).
-  size_t syncs_in_flight = 1;
   // Hold the database file for this process alone (SQLite's unix-excl VFS):
   // the WAL index lives in the heap instead of a shared -shm mapping, so a
   // read transaction takes no file locks (two fcntl calls per point read
@@ -149,11 +139,6 @@ struct SqliteStoreStats {
   uint64_t checkpoints_idle = 0;
   uint64_t checkpoints_writer = 0;
   uint64_t wal_rewinds = 0;
-  // Durable file stores: WAL syncs that acknowledge writes, and of those,
-  // how many began while another was still in flight
-  // (SqliteStoreOptions::syncs_in_flight).
-  uint64_t wal_syncs = 0;
-  uint64_t wal_syncs_overlapped = 0;
   // SqliteStoreOptions::writer_cache_idle_release: how often the writer's
   // idle page cache was emptied, and the bytes it held then, in all.
   uint64_t writer_cache_releases = 0;
@@ -335,11 +320,9 @@ class SqliteStore final : public Store {
   // groups (WriteTransaction: tables, the reaper), so that its cache is
   // emptied once idle too. Takes group_mu_.
   void WriterCacheUsed();
-  // A syncer thread (durable file stores, SqliteStoreOptions::
-  // syncs_in_flight of them): makes the WAL durable for every group
-  // committed so far with one sync, then runs the callbacks of the groups
-  // it resolved, while the committer already builds the next group and
-  // another syncer may sync it. See storage/README.md.
+  // The syncer thread (durable file stores): makes the WAL durable for
+  // every group committed so far with one sync, then runs their callbacks,
+  // while the committer already builds the next group. See storage/README.md.
   void SyncLoop();
   // Syncs the WAL through SQLite's VFS (xSync of the writer's WAL file).
   // Safe beside the writer appending to it once one sync has succeeded;
@@ -529,36 +512,11 @@ class SqliteStore final : public Store {
   std::atomic<bool> damaged_{false};
   mutable std::mutex damage_mu_;
   std::string damage_;  // guarded by damage_mu_: the first report
-  // The syncers' state, guarded by sync_mu_. Groups are numbered in commit
-  // order (PendingApply::commit_seq); a sync started with sync_started_ = N
-  // covers groups 1..N. Syncs are resolved in the order they started, so a
-  // group is answered only after every group committed before it.
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
-  // Committed groups not yet resolved, in commit order.
-  std::deque<std::unique_ptr<PendingApply>> sync_queue_;
-  uint64_t sync_committed_ = 0;  // commit_seq of the last group handed over
-  uint64_t sync_started_ = 0;    // the last group a started sync covers
-  struct SyncTicket {
-    uint64_t through = 0;  // covers groups up to this commit_seq
-    bool done = false;
-    Status status;
-  };
-  std::deque<SyncTicket> sync_tickets_;  // started, not yet resolved, in start order
-  // A failed sync fails every group that a sync started before the failure
-  // was seen covers: a concurrent sync may have been told of no error for
-  // the same pages.
-  uint64_t sync_failed_through_ = 0;
-  Status sync_failure_;
-  // Resolved groups whose callbacks have yet to run, and whether a syncer
-  // is running callbacks (one at a time, in commit order).
-  std::vector<std::unique_ptr<PendingApply>> sync_ready_;
-  bool sync_delivering_ = false;
-  bool sync_stopping_ = false;
-  std::vector<std::thread> syncers_;
-  std::atomic<bool> wal_first_sync_started_{false};
-  std::atomic<uint64_t> wal_syncs_{0};
-  std::atomic<uint64_t> wal_syncs_overlapped_{0};
+  std::vector<std::unique_ptr<PendingApply>> sync_queue_;  // guarded by sync_mu_
+  bool sync_stopping_ = false;                             // guarded by sync_mu_
+  std::thread syncer_;
 
   // Idle reader connections of a file store. Init opens one; ReadLease
   // opens the others (up to reader_pool_size, and point_reader_count point

@@ -322,11 +322,6 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
   options.reap_chunk_rows = 50;
 
   SUBCASE("fsync_commits (the default): one sync or more per commit") {
-    // One sync at a time, or several in flight: the same guarantees.
-    size_t syncs = 1;
-    SUBCASE("one sync at a time") { syncs = 1; }
-    SUBCASE("four syncs in flight") { syncs = 4; }
-    options.syncs_in_flight = syncs;
     auto store = SqliteStore::Open(options);
     REQUIRE_MESSAGE(store.ok(), store.status().ToString());
     int before = wal_syncs;

@@ -371,11 +371,7 @@ void SqliteStore::CommitLoop() {
     if (sync_pipeline_) {
       {
         std::lock_guard<std::mutex> sync_lock(sync_mu_);
-        const uint64_t seq = ++sync_committed_;
-        for (auto& p : group) {
-          p->commit_seq = seq;
-          sync_queue_.push_back(std::move(p));
-        }
+        for (auto& p : group) sync_queue_.push_back(std::move(p));
       }
       sync_cv_.notify_one();
     } else {
@@ -414,92 +410,43 @@ void SqliteStore::ReleaseWriterCache() {
 
 void SqliteStore::SyncLoop() {
   NameThisThread("cerulean-sync");
-  // The new WAL's directory entry, before any write needs it (one syncer
-  // does it). A failure leaves it to the next sync, which then fails the
-  // writes waiting on it.
-  if (!wal_first_sync_started_.exchange(true)) (void)SyncWalFromSyncer();
-  const size_t max_in_flight = std::max<size_t>(1, options_.syncs_in_flight);
-  std::vector<std::unique_ptr<PendingApply>> answer;
+  // The new WAL's directory entry, before any write needs it. A failure
+  // leaves it to the next sync, which then fails the writes waiting on it.
+  (void)SyncWalFromSyncer();
+  std::vector<std::unique_ptr<PendingApply>> batch;
   std::unique_lock<std::mutex> lock(sync_mu_);
-  auto uncovered = [this] { return sync_committed_ > sync_started_; };
-  auto can_start = [&] { return uncovered() && sync_tickets_.size() < max_in_flight; };
   for (;;) {
-    sync_cv_.wait(lock, [&] { return can_start() || (sync_stopping_ && !uncovered()); });
-    // Stopping: the committer has handed over its last group, and a sync
-    // in flight elsewhere answers the groups it covers.
-    if (!can_start()) return;
-    // Small writes, no sync in flight: let the committer hand over the
-    // group it is committing too, so that one sync covers both. On one core
-    // the syncer otherwise runs ~1.7 times per group of single inserts, and
-    // each sync (page writeback, the device flush) is costly: with the
-    // yield an insert at c16 costs ~10 % less server CPU (PROFILER=none
-    // scripts/profile.sh insert 10 16). Not for batches: at four in flight
-    // they lose ~9 %, as the core idles while each waits for the other's
-    // commit.
-    if (sync_tickets_.empty() &&
-        std::none_of(sync_queue_.begin(), sync_queue_.end(), [this](const auto& p) {
-          return p->commit_seq > sync_started_ && p->large();
-        })) {
+    sync_cv_.wait(lock, [this] { return !sync_queue_.empty() || sync_stopping_; });
+    if (sync_queue_.empty()) return;  // stopping, and everything handed over is done
+    // Small writes: let the committer hand over the group it is committing
+    // too, so that one sync covers both: each sync (page writeback, the
+    // device flush) is costly, and on one core the syncer would otherwise
+    // run more than once per group of single inserts. Not for batches: the
+    // core would idle while each waits for the other's commit.
+    if (std::none_of(sync_queue_.begin(), sync_queue_.end(),
+                     [](const auto& p) { return p->large(); })) {
       lock.unlock();
       std::this_thread::yield();
       lock.lock();
-      if (!can_start()) continue;
     }
-    // This sync covers every group handed over so far: each was committed
-    // before it was handed over, so before the sync begins.
-    const uint64_t from = sync_started_;
-    sync_started_ = sync_committed_;
-    const bool overlapped = !sync_tickets_.empty();
-    sync_tickets_.push_back(SyncTicket{sync_started_, false, Status::Ok()});
-    SyncTicket* ticket = &sync_tickets_.back();  // deque: stays put while others come and go
-    bool committed = false;
-    for (auto it = sync_queue_.rbegin(); it != sync_queue_.rend() && (*it)->commit_seq > from;
-         ++it) {
-      committed |= !(*it)->barrier && (*it)->status.ok();
-    }
+    batch.swap(sync_queue_);
     lock.unlock();
-    Status s = Status::Ok();
-    if (committed) {
-      wal_syncs_.fetch_add(1, std::memory_order_relaxed);
-      if (overlapped) wal_syncs_overlapped_.fetch_add(1, std::memory_order_relaxed);
-      s = SyncWalFromSyncer();
-    }
-    lock.lock();
-    ticket->done = true;
-    ticket->status = s;
-    // Resolve the syncs that are done, in the order they started.
-    bool resolved = false;
-    while (!sync_tickets_.empty() && sync_tickets_.front().done) {
-      const SyncTicket& t = sync_tickets_.front();
-      if (!t.status.ok()) {
-        sync_failed_through_ = sync_started_;
-        sync_failure_ = t.status;
-      }
-      while (!sync_queue_.empty() && sync_queue_.front()->commit_seq <= t.through) {
-        std::unique_ptr<PendingApply>& p = sync_queue_.front();
-        if (p->commit_seq <= sync_failed_through_ && !p->barrier && p->status.ok()) {
-          p->status = sync_failure_;
+    // One sync covers every commit handed over so far: each was committed
+    // before it was handed over, so before this sync began.
+    bool committed = false;
+    for (const auto& p : batch) committed |= !p->barrier && p->status.ok();
+    Status s = committed ? SyncWalFromSyncer() : Status::Ok();
+    if (!s.ok()) {
+      for (auto& p : batch) {
+        if (!p->barrier && p->status.ok()) {
+          p->status = s;
           p->failed = 0;
         }
-        sync_ready_.push_back(std::move(p));
-        sync_queue_.pop_front();
       }
-      sync_tickets_.pop_front();
-      resolved = true;
     }
-    if (resolved) sync_cv_.notify_one();  // a sync may start in the freed place
-    // One syncer at a time runs callbacks, in commit order; what others
-    // resolve meanwhile joins its next run.
-    if (sync_delivering_) continue;
-    sync_delivering_ = true;
-    while (!sync_ready_.empty()) {
-      answer.swap(sync_ready_);
-      lock.unlock();
-      RunCallbacks(answer);
-      answer.clear();
-      lock.lock();
-    }
-    sync_delivering_ = false;
+    RunCallbacks(batch);
+    batch.clear();
+    lock.lock();
   }
 }
 
