@@ -428,16 +428,20 @@ if [[ -z ${CMAKE_CXX_COMPILER_LAUNCHER+set} ]] && command -v ccache >/dev/null 2
 elif [[ -n ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER")
 fi
+# The libraries Debian does not build for the target, into $prefix (win-x64, musl, macOS).
+build_static_libraries() {
+  build_sqlite
+  build_expat
+  build_simdjson
+  build_boost
+  copy_headers
+  build_openssl
+}
 common=(-DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCERULEAN_CROSS_PREFIX="$prefix"
   -DCMAKE_BUILD_TYPE=Release -DCERULEAN_TESTS=OFF -DCERULEAN_WERROR=OFF "${launcher[@]}")
 case $target in
   win-x64)
-    build_sqlite
-    build_expat
-    build_simdjson
-    build_boost
-    copy_headers
-    build_openssl
+    build_static_libraries
     log "building the server"
     cmake -S "$repo" -B "$build" "${common[@]}" -DCERULEAN_FAST_START=OFF \
       -DOPENSSL_USE_STATIC_LIBS=TRUE -DOPENSSL_ROOT_DIR="$prefix" >/dev/null
@@ -445,12 +449,7 @@ case $target in
     built=$build/cerulean.exe exe=cerulean.exe
     ;;
   linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64)
-    build_sqlite
-    build_expat
-    build_simdjson
-    build_boost
-    copy_headers
-    build_openssl
+    build_static_libraries
     zig_opts=()
     case $target in
       # Static and at a fixed address (CERULEAN_FAST_START), with mimalloc.
