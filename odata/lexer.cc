@@ -130,7 +130,7 @@ Result<Value> ReadNumber(std::string_view text, size_t* pos) {
   std::string_view literal = text.substr(start, number_end - start);
   if (is_double) {
     double d = 0;
-    auto [p, ec] = std::from_chars(first, last, d);
+    auto [p, ec] = storage::FromCharsDouble(first, last, d);
     if (ec == std::errc::result_out_of_range) {
       std::string_view unsigned_part = literal[0] == '-' ? literal.substr(1) : literal;
       if (DecimalMagnitude(unsigned_part) >= 0) {

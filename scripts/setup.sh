@@ -16,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 readonly SERVER_PACKAGES=(
   build-essential cmake pkg-config
   libboost1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
-  nlohmann-json3-dev libsimdjson-dev libsqlite3-dev libssl-dev libexpat1-dev
+  nlohmann-json3-dev libsimdjson-dev libsqlite3-dev libssl-dev libexpat1-dev libfast-float-dev
   libpq-dev  # the PostgreSQL backend's header (postgresql itself: scripts/pg-test-cluster.sh)
 )
 # What the unit tests, fuzzers, sanitizer builds and end-to-end suites add.

@@ -1,5 +1,7 @@
 #include "storage/edm_text.h"
 
+#include <fast_float/fast_float.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -319,6 +321,26 @@ std::string FormatDouble(double d) {
   std::string out;
   AppendDouble(&out, d);
   return out;
+}
+
+std::from_chars_result FromCharsDouble(const char* first, const char* last, double& value) {
+  double parsed = 0;
+  const fast_float::from_chars_result r = fast_float::from_chars(first, last, parsed);
+  if (r.ec != std::errc()) return {r.ptr, r.ec};
+  // fast_float rounds an out-of-range magnitude to infinity or zero where
+  // std::from_chars reports it. "inf"/"nan" have no digits.
+  bool digits = false, nonzero = false;
+  for (const char* p = first; p != r.ptr && *p != 'e' && *p != 'E'; ++p) {
+    if (*p >= '0' && *p <= '9') {
+      digits = true;
+      nonzero = nonzero || *p != '0';
+    }
+  }
+  if (digits && (std::isinf(parsed) || (parsed == 0 && nonzero))) {
+    return {r.ptr, std::errc::result_out_of_range};
+  }
+  value = parsed;
+  return {r.ptr, std::errc()};
 }
 
 int64_t NowTicks() {

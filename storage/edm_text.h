@@ -3,6 +3,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +59,14 @@ void AppendDouble(std::string* out, double d);
 inline constexpr size_t kMaxDoubleText = 32;
 // Writes that form to `buf` (kMaxDoubleText bytes) and returns its length.
 size_t FormatDoubleTo(char* buf, double d);
+
+// std::from_chars(first, last, value) for a double in chars_format::general,
+// the same on every platform (some standard libraries have no floating-point
+// from_chars): the longest prefix in that form, correctly rounded; "inf",
+// "infinity" and "nan" are accepted as there. A finite number whose
+// magnitude is out of range (rounds to infinity, or to zero from nonzero
+// digits) gives std::errc::result_out_of_range and leaves `value` as it was.
+std::from_chars_result FromCharsDouble(const char* first, const char* last, double& value);
 
 // Current UTC time in ticks.
 int64_t NowTicks();

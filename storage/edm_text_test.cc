@@ -8,6 +8,8 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 namespace cerulean::storage {
 namespace {
@@ -166,6 +168,95 @@ TEST_CASE("edm_text: FormatDouble agrees with the general algorithm") {
     check(-d);
   }
 }
+
+// What FromCharsDouble reads of `text`: the value (or -7 when untouched),
+// the count of characters used and the error.
+struct Parsed {
+  double value;
+  long used;
+  std::errc ec;
+};
+Parsed ParseWith(std::string_view text) {
+  double d = -7;
+  auto r = FromCharsDouble(text.data(), text.data() + text.size(), d);
+  return {d, static_cast<long>(r.ptr - text.data()), r.ec};
+}
+
+TEST_CASE("edm_text: FromCharsDouble reads as std::from_chars does") {
+  auto ok = [](std::string_view text, double want, long used) {
+    CAPTURE(text);
+    Parsed p = ParseWith(text);
+    CHECK(p.ec == std::errc());
+    CHECK(p.used == used);
+    if (std::isnan(want)) {
+      CHECK(std::isnan(p.value));
+    } else {
+      CHECK(p.value == want);
+      CHECK(std::signbit(p.value) == std::signbit(want));
+    }
+  };
+  ok("1.5", 1.5, 3);
+  ok("-.5", -0.5, 3);
+  ok("1.", 1.0, 2);
+  ok("1.e5", 1e5, 4);
+  ok("00.5", 0.5, 4);
+  ok("1e", 1.0, 1);  // an exponent without digits is not part of the number
+  ok("1e+", 1.0, 1);
+  ok("0e999", 0.0, 5);
+  ok("-0.0000e-99999", -0.0, 14);
+  ok("1e-310", 1e-310, 6);  // subnormal: in range
+  ok("4.9e-324", 4.9e-324, 8);
+  ok("1.7976931348623158e308", 1.7976931348623158e308, 22);
+  ok("inf", INFINITY, 3);
+  ok("-infinity", -INFINITY, 9);
+  ok("nan", NAN, 3);
+  ok("0.1x", 0.1, 3);
+
+  auto out_of_range = [](std::string_view text) {
+    CAPTURE(text);
+    Parsed p = ParseWith(text);
+    CHECK(p.ec == std::errc::result_out_of_range);
+    CHECK(p.used == static_cast<long>(text.size()));
+    CHECK(p.value == -7);  // left as it was
+  };
+  out_of_range("1e400");
+  out_of_range("-1e400");
+  out_of_range("1.7976931348623159e308");
+  out_of_range("1e-400");
+  out_of_range("-1e-400");
+  out_of_range("2e-324");
+
+  for (std::string_view bad : {"", "+1", "-", "abc", ".", "e5"}) {
+    CAPTURE(bad);
+    Parsed p = ParseWith(bad);
+    CHECK(p.ec == std::errc::invalid_argument);
+    CHECK(p.used == 0);
+    CHECK(p.value == -7);
+  }
+}
+
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
+// Where the standard library has the floating-point overload, the two agree
+// on random decimal text, near the range limits included.
+TEST_CASE("edm_text: FromCharsDouble agrees with std::from_chars") {
+  std::mt19937_64 rng(20261202);
+  const char alphabet[] = "0123456789.eE-+";
+  for (int i = 0; i < 100000; ++i) {
+    std::string text;
+    if (rng() % 2) text += '-';
+    const int n = 1 + static_cast<int>(rng() % 24);
+    for (int k = 0; k < n; ++k) text += alphabet[rng() % (sizeof alphabet - 1)];
+    if (i % 3 == 0) text += "e" + std::to_string(static_cast<int>(rng() % 700) - 350);
+    CAPTURE(text);
+    double a = -7, b = -7;
+    auto ra = std::from_chars(text.data(), text.data() + text.size(), a);
+    auto rb = FromCharsDouble(text.data(), text.data() + text.size(), b);
+    REQUIRE(ra.ec == rb.ec);
+    REQUIRE(ra.ptr == rb.ptr);
+    REQUIRE(std::memcmp(&a, &b, sizeof a) == 0);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace cerulean::storage

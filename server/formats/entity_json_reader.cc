@@ -219,7 +219,7 @@ std::optional<double> ParseDoubleText(std::string_view s) {
     return -std::numeric_limits<double>::infinity();
   if (s.empty()) return std::nullopt;
   double d = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  auto [p, ec] = storage::FromCharsDouble(s.data(), s.data() + s.size(), d);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return d;
 }
