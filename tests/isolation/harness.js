@@ -10,6 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { request, sign, hmac } = require('../e2e/node/http');
+const { waitFor } = require('../e2e/node/util');
 const { RawConnection } = require('./raw-client');
 
 const MiB = 1024 * 1024;
@@ -25,6 +26,9 @@ const VICTIM_INTERVAL_MS = 20;
 // measured under attack once the attack is in its steady state.
 const UNLOADED_MS = 2000;
 const ATTACK_MS = 6000;
+// The victim is warm, and its unloaded window may begin, once each of its
+// connections has been answered this many times.
+const WARM_ANSWERS = 5;
 
 // The isolation bound. Under attack the victim's median point read and
 // median /_health may take at most max(K × its unloaded median, FLOOR_MS).
@@ -66,7 +70,7 @@ async function settle(pid) {
   const deadline = Date.now() + 20000;
   while (Date.now() < deadline) {
     const before = cpuSeconds(pid);
-    await sleep(500);
+    await sleep(500);  // the window the CPU use is measured over
     if (cpuSeconds(pid) - before < 0.05) return;
   }
 }
@@ -208,7 +212,7 @@ function loopAttack(server, { clients, makeRequest, pipeline = 1, check }) {
         }
         if (conn) conn.destroy();
         conn = null;
-        await sleep(10);
+        await sleep(10);  // a pause before reconnecting, not a wait for a condition
       }
     }
   };
@@ -278,7 +282,8 @@ function windowStats(samples, kind, from, to) {
 }
 
 // Starts the victim against `fixture` ({table, partitionKey, rowKey}: an
-// existing entity). Resolves to {mark() → time, stop() → {samples, at}}.
+// existing entity). Resolves to {mark() → time, answered() → [count per
+// connection], stop() → {samples, at}}.
 function startVictim(server, fixture) {
   const worker = new Worker(path.join(__dirname, 'victim.js'), {
     workerData: {
@@ -309,6 +314,11 @@ function startVictim(server, fixture) {
       worker.postMessage({ type: 'mark' });
       return (await r).at;
     },
+    async answered() {
+      const r = reply();
+      worker.postMessage({ type: 'answered' });
+      return (await r).counts;
+    },
     async stop() {
       const r = reply();
       worker.postMessage({ type: 'stop' });
@@ -338,9 +348,11 @@ async function measure(server, fixture, attack, { attackMs = ATTACK_MS, phases }
   const victim = await startVictim(server, fixture);
   let stopped = false;
   try {
-    await sleep(300);  // connections warm
+    let counts = [];
+    await waitFor(async () => (counts = await victim.answered()).every((n) => n >= WARM_ANSWERS),
+      { timeoutMs: 20000, what: () => `${WARM_ANSWERS} answers on each victim connection (${counts.join(', ')})` });
     const unloadedFrom = await victim.mark();
-    await sleep(UNLOADED_MS);
+    await sleep(UNLOADED_MS);  // the unloaded window: a measurement, not a wait
     const unloadedTo = await victim.mark();
     const hwmBefore = procStatus(pid, 'VmHWM');
     const rssBefore = procStatus(pid, 'VmRSS');
@@ -349,7 +361,7 @@ async function measure(server, fixture, attack, { attackMs = ATTACK_MS, phases }
     for (const phase of phases || [{ ms: attackMs }]) {
       if (phase.attack) await phase.attack.start();
       const from = await victim.mark();
-      await (phases || !attack.done ? sleep(phase.ms) : attack.done);
+      await (phases || !attack.done ? sleep(phase.ms) : attack.done);  // the attack window
       const to = await victim.mark();
       const window = { phase, from, to, hwm: procStatus(pid, 'VmHWM'), rss: procStatus(pid, 'VmRSS') };
       if (phase.attack) window.result = await phase.attack.stop();

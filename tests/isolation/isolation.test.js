@@ -14,6 +14,7 @@ const { startServer, tempDir } = require('../e2e/node/server');
 const { request, rawExchange, sign } = require('../e2e/node/http');
 const { RawConnection } = require('./raw-client');
 const h = require('./harness');
+const { waitFor } = require('../e2e/node/util');
 
 const { MiB, sleep } = h;
 const VICTIM = { table: 'victim', partitionKey: 'v', rowKey: '1' };
@@ -148,7 +149,9 @@ function slowSenders(server, head) {
           conn.sock.write(body, resolve);
         }));
       }
-      // Until every body is with the server (or refused), at most 10 s.
+      // Until every body is with the server (or refused), at most 10 s: a
+      // server that stops reading them never lets them flush, and the
+      // attack goes on from there (the cap ends the wait, not the test).
       await Promise.race([Promise.all(flushed), sleep(10000)]);
     },
     async stop() {
@@ -291,7 +294,8 @@ test('48 slow readers of 4 MiB pages: memory bounded, victim unaffected', async 
           conns.push(conn);
         }
         // Until the server has rendered what it will (resident memory
-        // steady for a second), at most 10 s.
+        // steady for a second, sampled every 250 ms), at most 10 s; the
+        // attack goes on from there either way.
         let last = -1;
         for (let i = 0; i < 40; i++) {
           await sleep(250);
@@ -323,17 +327,6 @@ async function metric(server, name) {
   const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(res.body);
   assert.ok(m, `${name} in /_metrics`);
   return Number(m[1]);
-}
-
-// Waits (at most `ms`) until `cond()` resolves truthy; returns its last value.
-async function waitFor(cond, ms, what) {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await cond();
-    if (v) return v;
-    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 // The median of `n` runs of `fn` (ms), each checked by `fn` itself.
@@ -385,7 +378,7 @@ test('a write whose answer does not fit the response budget is refused before it
     const conns = await unreadPages(server, sases, 2);
     try {
       const capacity = await metric(server, 'cerulean_response_body_budget_bytes');
-      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > capacity - 2 * MiB, 20000, 'the budget to fill');
+      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > capacity - 2 * MiB, { timeoutMs: 20000, intervalMs: 100, what: 'the budget to fill' });
       const exists = async (pk, rk) => (await request(server, { path: `/${VICTIM.table}(PartitionKey='${pk}',RowKey='${rk}')` })).status === 200;
       // A 90 KB insert answered with its content.
       const insert = await request(server, { method: 'POST', path: `/${VICTIM.table}`,
@@ -433,7 +426,7 @@ test('one client\'s unread pages leave the response budget to others: their page
     const before = h.procStatus(server.child.pid, 'VmHWM');
     const conns = await unreadPages(server, [sas], 4);
     try {
-      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > 4 * MiB, 20000, 'the attack to hold');
+      await waitFor(async () => (await metric(server, 'cerulean_response_body_bytes')) > 4 * MiB, { timeoutMs: 20000, intervalMs: 100, what: 'the attack to hold' });
       const attacked = { page: await medianMs(5, page), entity: await medianMs(5, entity) };
       t.diagnostic(`unloaded ${JSON.stringify(unloaded)} ms, attacked ${JSON.stringify(attacked)} ms`);
       assertNear('0.9 MB page', unloaded.page, attacked.page);
@@ -466,7 +459,7 @@ test('64 header-only $batch requests with a read-only SAS hold little of the bod
       conns.push(conn);
     }
     try {
-      await waitFor(async () => (await metric(server, 'cerulean_request_body_bytes')) > 0, 5000, 'the bodies to be admitted');
+      await waitFor(async () => (await metric(server, 'cerulean_request_body_bytes')) > 0, { timeoutMs: 5000, intervalMs: 100, what: 'the bodies to be admitted' });
       const held = await metric(server, 'cerulean_request_body_bytes');
       assert.ok(held <= 64 * (72 * 1024), `the header-only bodies hold ${held} bytes`);
       const attacked = await medianMs(5, insert(() => n++));
@@ -474,7 +467,7 @@ test('64 header-only $batch requests with a read-only SAS hold little of the bod
       assertNear('1 KB insert', unloaded, attacked, 50);
       // The minimum receive rate closes them well before the 60 s request
       // timeout.
-      await waitFor(() => conns.every((c) => c.closed), 30000, 'the silent senders to be closed');
+      await waitFor(() => conns.every((c) => c.closed), { timeoutMs: 30000, intervalMs: 100, what: 'the silent senders to be closed' });
       t.diagnostic(`closed after ${Date.now() - started} ms`);
       assert.equal(await metric(server, 'cerulean_request_body_bytes'), 0);
     } finally {
@@ -516,7 +509,7 @@ test('at the connection cap, connections that do not read their answers are evic
         try {
           conn = await RawConnection.open(server.host, server.port);
         } catch {
-          await sleep(20);
+          await sleep(20);  // a pause before reconnecting, not a wait for a condition
           continue;
         }
         conns.push(conn);
@@ -527,7 +520,12 @@ test('at the connection cap, connections that do not read their answers are evic
     };
     const loops = Array.from({ length: 40 }, attacker);
     try {
-      await sleep(2000);  // their writes stall (the eviction takes stalled ones only)
+      await waitFor(() => conns.length >= 40, { what: () => `40 attackers connected (${conns.length})` });
+      // Their writes stall. Deliberately past the time after which the
+      // server counts a write as stalled (kStalledWriteMs, 1 s,
+      // server/http/session.h), which cannot be seen from here: the eviction
+      // takes stalled connections only, and until then a new one is refused.
+      await sleep(2000);
       const health = Buffer.from(`GET /_health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`, 'latin1');
       let served = 0;
       const tries = [];
@@ -536,6 +534,7 @@ test('at the connection cap, connections that do not read their answers are evic
         for (let attempt = 0; attempt < 2 && !ok; attempt++) {
           try {
             const conn = await RawConnection.open(server.host, server.port);
+            // At most 5 s for the answer: a cap, not a delay.
             const answer = await Promise.race([conn.send(health), sleep(5000).then(() => ({ status: 0 }))]);
             conn.destroy();
             ok = answer.status === 200;
@@ -551,7 +550,7 @@ test('at the connection cap, connections that do not read their answers are evic
     } finally {
       running = false;
       for (const c of conns) c.destroy();
-      await Promise.race([Promise.all(loops), sleep(2000)]);
+      await Promise.race([Promise.all(loops), sleep(2000)]);  // at most 2 s for the attackers to end
     }
   });
 });

@@ -9,6 +9,8 @@
 // requests, not as one slow request among many fast ones. It records every
 // request and answers the main thread's messages:
 //   {type: 'mark'}  → {type: 'mark', at}: the time of a phase boundary
+//   {type: 'answered'} → {type: 'answered', counts}: requests answered 200
+//                     so far on each connection
 //   {type: 'stop'}  → {type: 'samples', samples, at}: requests still
 //                     unanswered are included, ending at `at`, status -1
 // Samples: {conn (index), kind: 'read' | 'health', start, end, status (0:
@@ -86,6 +88,10 @@ function run(index, first) {
   parentPort.on('message', (msg) => {
     if (msg.type === 'mark') {
       parentPort.postMessage({ type: 'mark', at: performance.now() });
+    } else if (msg.type === 'answered') {
+      const counts = new Array(connections).fill(0);
+      for (const s of samples) if (s.status === 200) counts[s.conn]++;
+      parentPort.postMessage({ type: 'answered', counts });
     } else if (msg.type === 'stop') {
       running = false;
       const at = performance.now();

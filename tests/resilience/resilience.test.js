@@ -18,6 +18,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { startServer, binaryPath, uniqueTableName } = require('../e2e/node/server');
 const { request, sign } = require('../e2e/node/http');
+const { waitFor } = require('../e2e/node/util');
 
 const MAX_CONNECTIONS = 48;
 const KEEP_ALIVE_TIMEOUT_S = 3;
@@ -126,7 +127,7 @@ async function trickle(conn, bytes, intervalMs, ms) {
   for (let i = 0; Date.now() - start < ms; i++) {
     if (conn.closed || conn.error) return Date.now() - start;
     conn.sock.write(bytes.subarray(i % bytes.length, (i % bytes.length) + 1));
-    await sleep(intervalMs);
+    await sleep(intervalMs);  // the slowness is the attack
   }
   return conn.closed ? Date.now() - start : Infinity;
 }
@@ -170,7 +171,7 @@ describe('resilience of the transport against hostile clients', () => {
   async function survives(attack, limit = CASE_GROWTH_LIMIT) {
     const before = procStatus(server.child.pid, 'VmHWM');
     const other = (async () => {
-      await sleep(100);
+      await sleep(100);  // so that it is sent while the attack runs, not before
       return health(server);
     })();
     const result = await attack();
@@ -263,11 +264,14 @@ describe('resilience of the transport against hostile clients', () => {
 
   test('a request that begins late still gets the whole request timeout', async () => {
     const conn = await connect(server);
+    // Deliberately idle until just before the keep-alive timeout, then a
+    // request whose head straddles it: the connection must not be closed
+    // at the keep-alive timeout once the request has begun.
     await sleep((KEEP_ALIVE_TIMEOUT_S - 1) * 1000);
     conn.sock.write('GET /_health HTTP/1.1\r\n');
     await sleep(1500);
     conn.sock.write('Host: h\r\n\r\n');
-    await sleep(300);
+    await waitFor(() => complete(text(conn)) || conn.closed, { what: 'an answer or a close' });
     assert.match(text(conn), /^HTTP\/1\.1 200 /);
     conn.sock.destroy();
   });
@@ -304,13 +308,14 @@ describe('resilience of the transport against hostile clients', () => {
       for (let i = 0; i < MAX_CONNECTIONS * 2; i++) conns.push(await connect(server));
       // The newest connections are served; the oldest idle ones were closed.
       assert.equal(await health(server), 200);
-      const deadline = Date.now() + 5000;
-      while (conns.filter((c) => c.closed).length < MAX_CONNECTIONS - 2 && Date.now() < deadline) await sleep(100);
+      const closedCount = () => conns.filter((c) => c.closed).length;
+      await waitFor(() => closedCount() >= MAX_CONNECTIONS - 2,
+        { what: () => `${MAX_CONNECTIONS - 2} connections closed (${closedCount()} of ${conns.length} so far)` });
       const closed = conns.filter((c) => c.closed).length;
       assert.ok(closed >= MAX_CONNECTIONS - 2, `only ${closed} of ${conns.length} closed`);
       const last = conns[conns.length - 1];
       last.sock.write('GET /_health HTTP/1.1\r\nHost: h\r\n\r\n');
-      await sleep(300);
+      await waitFor(() => complete(text(last)) || last.closed, { what: 'an answer or a close' });
       assert.match(text(last), /^HTTP\/1\.1 200 /);
       for (const c of conns) c.sock.destroy();
     });
@@ -322,18 +327,15 @@ describe('resilience of the transport against hostile clients', () => {
       const conn = await connect(server);
       const one = 'GET /_health HTTP/1.1\r\nHost: h\r\n\r\n';
       conn.sock.write(one.repeat(n));
-      // Read nothing for a while: the server must stop reading, not buffer.
+      // Read nothing for a while (deliberately: the server must stop
+      // reading, not buffer).
       conn.sock.pause();
       await sleep(1000);
       conn.sock.resume();
-      const deadline = Date.now() + 20000;
-      let count = 0;
-      while (Date.now() < deadline) {
-        count = (text(conn).match(/HTTP\/1\.1 200 /g) || []).length;
-        if (count >= n) break;
-        await sleep(100);
-      }
-      assert.equal(count, n);
+      const answered = () => (text(conn).match(/HTTP\/1\.1 200 /g) || []).length;
+      await waitFor(() => answered() >= n || conn.closed,
+        { timeoutMs: 20000, intervalMs: 100, what: () => `${n} answers (${answered()} so far)` });
+      assert.equal(answered(), n);
       conn.sock.destroy();
     });
   });
@@ -366,10 +368,10 @@ describe('resilience of the transport against hostile clients', () => {
         `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n`;
       const conn = await connect(server);
       conn.sock.write(`${head}Authorization: ${sign(server, { method: 'POST', target, contentType: 'application/json', date })}\r\n\r\n`);
-      await sleep(500);
+      await waitFor(() => text(conn).includes('\r\n\r\n') || conn.closed, { what: 'an interim answer or a close' });
       assert.match(text(conn), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
       conn.sock.write(body);
-      await sleep(500);
+      await waitFor(() => /\r\n\r\nHTTP\/1\.1 [^]*\r\n\r\n/.test(text(conn)) || conn.closed, { what: 'the final answer or a close' });
       assert.match(text(conn), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 204 /);
       conn.sock.destroy();
 
@@ -401,8 +403,7 @@ describe('resilience of the transport against hostile clients', () => {
       }
       // Each is refused before it sends its body...
       for (const conn of conns) {
-        const deadline = Date.now() + 5000;
-        while (!complete(text(conn)) && Date.now() < deadline) await sleep(20);
+        await waitFor(() => complete(text(conn)) || conn.closed, { what: 'an answer or a close' });
         assert.match(text(conn), /^HTTP\/1\.1 403 /);
       }
       // ...which then costs the server no memory (all but its last byte).
@@ -560,11 +561,13 @@ describe('resilience when file descriptors run out', () => {
   test('EMFILE pauses accepting without a busy loop; service recovers', async () => {
     const pid = server.child.pid;
     assert.equal(await health(server), 200);
+    const descriptors = () => fs.readdirSync(`/proc/${pid}/fd`).length;
+    const idle = descriptors();
     const conns = [];
     for (let i = 0; i < 150; i++) conns.push(await connect(server));
     const cpu0 = cpuSeconds(pid);
     const t0 = Date.now();
-    await sleep(2000);
+    await sleep(2000);  // the window the CPU share is measured over
     const cpuShare = (cpuSeconds(pid) - cpu0) / ((Date.now() - t0) / 1000);
     assert.ok(cpuShare < 0.5, `server used ${(cpuShare * 100).toFixed(0)} % of a CPU while out of descriptors`);
     // Another client is still served (waiting connections make room).
@@ -572,7 +575,8 @@ describe('resilience when file descriptors run out', () => {
     const logLines = (server.stderr().match(/pausing accept/g) || []).length;
     assert.ok(logLines >= 1 && logLines <= 5, `${logLines} accept log lines`);
     for (const c of conns) c.sock.destroy();
-    await sleep(500);
+    // Until the server has closed its ends (descriptors back to the idle count).
+    await waitFor(() => descriptors() <= idle, { what: () => `the server's descriptors back to ${idle} (${descriptors()} now)` });
     for (let i = 0; i < 10; i++) assert.equal(await health(server), 200);
     assert.equal(server.exited(), null);
   });

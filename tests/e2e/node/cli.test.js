@@ -11,7 +11,7 @@ const path = require('node:path');
 
 const { startServer, binaryPath, uniqueTableName, tempDir } = require('./server');
 const { request } = require('./http');
-const { assertError } = require('./util');
+const { assertError, waitFor } = require('./util');
 
 const dirs = [];
 after(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
@@ -147,24 +147,32 @@ describe('flags', () => {
   });
 
   test('access log on stdout without --silent, JSON lines with --jsonLog', async () => {
+    const accessLog = (srv) => srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+    // Until a whole access log line has arrived (stdout may come in pieces).
+    const logged = (srv) => waitFor(() => srv.stdout().endsWith('\n') && accessLog(srv).length > 0,
+      { what: () => `an access log line on stdout: ${JSON.stringify(srv.stdout())}` });
     await withServer({ silent: false }, async (srv) => {
       await request(srv, { path: '/Tables' });
-      await new Promise((r) => setTimeout(r, 200));
-      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+      await logged(srv);
+      const lines = accessLog(srv);
       assert.ok(lines.some((l) => /GET/.test(l) && /200/.test(l)), `access log lines: ${lines.join('\n')}`);
     });
     await withServer({ silent: false, args: ['--jsonLog'] }, async (srv) => {
       await request(srv, { path: '/Tables' });
-      await new Promise((r) => setTimeout(r, 200));
-      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
+      await logged(srv);
+      const lines = accessLog(srv);
       assert.ok(lines.length > 0, 'expected access log lines');
       for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), `not JSON: ${l}`);
     });
-    await withServer({}, async (srv) => {
+    // An absence cannot be waited for: the server is stopped and its stdout
+    // read to the end, so whatever it would have logged is there.
+    const srv = await startServer({});
+    try {
       await request(srv, { path: '/Tables' });
-      await new Promise((r) => setTimeout(r, 200));
-      const lines = srv.stdout().split('\n').filter((l) => l && !l.startsWith('Cerulean Table service'));
-      assert.deepEqual(lines, [], '--silent: no access log');
-    });
+    } finally {
+      await srv.stop();
+    }
+    await waitFor(() => srv.child.stdout.readableEnded || srv.child.stdout.destroyed, { what: "the stopped server's stdout to end" });
+    assert.deepEqual(accessLog(srv), [], '--silent: no access log');
   });
 });

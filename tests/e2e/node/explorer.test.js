@@ -8,11 +8,12 @@ const assert = require('node:assert/strict');
 
 const { startServer } = require('./server');
 const { request, rawExchange } = require('./http');
+const { waitFor } = require('./util');
 
 // The server's stdout once it holds a line matching `re` (the lines are
 // printed together, but may arrive in more than one chunk).
 async function stdoutMatching(srv, re) {
-  for (let i = 0; i < 100 && !re.test(srv.stdout()); i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => re.test(srv.stdout()), { what: () => `a line matching ${re} on stdout: ${JSON.stringify(srv.stdout())}` });
   return srv.stdout();
 }
 

@@ -15,9 +15,9 @@ const { spawnSync } = require('node:child_process');
 
 const { startServer, freshDatabase, uniqueTableName, binaryPath } = require('./server');
 const { request } = require('./http');
+const { waitFor } = require('./util');
 
 const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const skip = process.env.CERULEAN_E2E_DATABASE ? false : 'needs CERULEAN_E2E_DATABASE (a PostgreSQL URL)';
 
 describe('two nodes over one PostgreSQL database', { skip }, () => {
@@ -242,8 +242,8 @@ describe('two nodes over one PostgreSQL database', { skip }, () => {
         }
       };
       const writers = Array.from({ length: 8 }, (_, w) => writer(w));
-      const deadline = Date.now() + 60000;
-      while (acknowledged.size < 200 && unexpected.length === 0 && Date.now() < deadline) await sleep(5);
+      await waitFor(() => acknowledged.size >= 200 || unexpected.length > 0,
+        { timeoutMs: 60000, intervalMs: 5, what: () => `200 acknowledged writes (${acknowledged.size} so far)` });
       assert.deepEqual(unexpected, []);
       assert.ok(acknowledged.size >= 200, `only ${acknowledged.size} writes acknowledged`);
       killed = true;

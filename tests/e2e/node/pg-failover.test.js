@@ -23,11 +23,15 @@ const { AzureNamedKeyCredential, TableClient } = require('@azure/data-tables');
 
 const { REPO, startServer, uniqueTableName } = require('./server');
 const { heldWrites, assertTruthful } = require('./held-writes');
+const { waitFor } = require('./util');
 
 const skip = process.env.CERULEAN_E2E_PG_FAILOVER ? false
   : 'needs CERULEAN_E2E_PG_FAILOVER=1 (scripts/test.sh postgres): starts PostgreSQL clusters of its own';
 const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// A client's pause before its next attempt after a failure, as a retry
+// policy's would be: pacing the load, not waiting for a condition.
+const RETRY_PAUSE_MS = 100;
 
 // The longest the 503s may last: detection, promotion and reconnection with
 // room for a loaded machine (measured figures are printed, and are a few
@@ -108,7 +112,7 @@ async function failover(t, event) {
             if ((e.statusCode !== 503 && !unknownOutcome(e)) || stop) break;
             uncertain ||= unknownOutcome(e);
             retried = true;
-            await sleep(100);
+            await sleep(RETRY_PAUSE_MS);
           }
         }
       }
@@ -125,7 +129,7 @@ async function failover(t, event) {
         } catch (e) {
           b.busy = e.statusCode === 503;
           note(e);
-          await sleep(100);
+          await sleep(RETRY_PAUSE_MS);
         }
       }
     };
@@ -142,7 +146,7 @@ async function failover(t, event) {
         } catch (e) {
           if (e.statusCode === 412) continue;  // another updater won (or our unknown write did)
           note(e);
-          await sleep(100);
+          await sleep(RETRY_PAUSE_MS);
         }
       }
     };
@@ -150,19 +154,27 @@ async function failover(t, event) {
       inserter(node, 0), inserter(node, 1), batcher(node), updater(node, i), updater(node, i + 1),
     ]);
 
-    // Load before the event.
-    const warm = Date.now() + 60000;
-    while (inserts.size < 40 && unexpected.length === 0 && Date.now() < warm) await sleep(20);
-    assert.deepEqual(unexpected, []);
-    eventAt = Date.now();
-    await event(state);
-    const promotedAt = Date.now();
-    // Until both nodes' writers have been served again for a while.
-    const until = Date.now() + OUTAGE_BOUND_MS * 2;
+    let promotedAt = 0;
     const served = (port) => [...inserts.entries()].filter(([k, v]) => k.startsWith(`ins-${port}-`) && v.at > promotedAt).length;
-    while (nodes.some((n) => served(n.port) < 20) && Date.now() < until) await sleep(50);
-    stop = true;
-    await Promise.all(workers);
+    try {
+      // Load before the event.
+      await waitFor(() => inserts.size >= 40 || unexpected.length > 0,
+        { timeoutMs: 60000, what: () => `40 inserts before the event (${inserts.size} so far)` });
+      assert.deepEqual(unexpected, []);
+      eventAt = Date.now();
+      await event(state);
+      promotedAt = Date.now();
+      // Until both nodes' writers have been served again for a while.
+      await waitFor(() => nodes.every((n) => served(n.port) >= 20), {
+        timeoutMs: OUTAGE_BOUND_MS * 2,
+        intervalMs: 50,
+        what: () => `20 inserts served by each node after the promotion (${nodes.map((n) => served(n.port)).join(', ')} so far; ` +
+          `unexpected: ${JSON.stringify(unexpected)})`,
+      });
+    } finally {
+      stop = true;
+      await Promise.all(workers);
+    }
     assert.deepEqual(unexpected, []);
     for (const node of nodes) assert.ok(served(node.port) >= 20, `node ${node.port} not served after the failover`);
 
@@ -231,7 +243,7 @@ describe('a synchronous standby that stops answering', { skip }, () => {
       const { etag } = await c.createEntity({ partitionKey: 'p', rowKey: 'upd', n: 0 });
       pair('freeze', `${state}.standby`);
       frozen = true;
-      // The standby answers again 8 s on, past the 5 s deadline.
+      // The standby stays frozen 8 s on purpose: past the 5 s deadline.
       const released = sleep(8000).then(() => {
         pair('thaw', `${state}.standby`);
         frozen = false;
@@ -262,7 +274,8 @@ describe('failover to a synchronous standby under two nodes', { skip }, () => {
   test('a frozen primary (SIGSTOP): requests fail within the timeout, the nodes move to the new primary', async (t) => {
     await failover(t, async (state) => {
       await pairAsync('freeze', state);
-      // An HA manager notices the silence, then promotes.
+      // An HA manager notices the silence, then promotes: the primary stays
+      // frozen a second on purpose, the requests meanwhile held by it.
       await sleep(1000);
       await pairAsync('promote', `${state}.standby`);
     });

@@ -19,12 +19,12 @@ const { AzureNamedKeyCredential, TableClient } = require('@azure/data-tables');
 const { REPO, startServer, freshDatabase, uniqueTableName } = require('./server');
 const { request } = require('./http');
 const { heldWrites, assertTruthful } = require('./held-writes');
+const { waitFor } = require('./util');
 
 const CLUSTER = process.env.CERULEAN_E2E_PG_CLUSTER;
 const skip = CLUSTER && process.env.CERULEAN_E2E_DATABASE ? false
   : 'needs CERULEAN_E2E_DATABASE and CERULEAN_E2E_PG_CLUSTER (scripts/test.sh postgres)';
 const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // How long anything may take while the database is away: a few times the
 // server's deadlines (storage/README.md, "Timeouts"), never a hang.
@@ -48,13 +48,12 @@ async function health(node) {
 async function healthBecomes(node, status) {
   const start = Date.now();
   let slowest = 0;
-  while (Date.now() - start < BOUND_MS * 2) {
+  await waitFor(async () => {
     const h = await health(node);
     slowest = Math.max(slowest, h.ms);
-    if (h.status === status) return { after: Date.now() - start, slowest };
-    await sleep(50);
-  }
-  assert.fail(`/_health of ${node.url} did not become ${status}`);
+    return h.status === status;
+  }, { timeoutMs: BOUND_MS * 2, intervalMs: 50, what: `/_health of ${node.url} to become ${status}` });
+  return { after: Date.now() - start, slowest };
 }
 
 // The outcome of `fn` (a client call): {status, code, ms}.
@@ -279,13 +278,14 @@ describe('writes held by a lock past the round-trip deadline', { skip }, () => {
     await c.createTable();
     const { etag } = await c.createEntity({ partitionKey: 'p', rowKey: 'upd', n: 0 });
     const psql = (sql, done) => execFile('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', database.url, '-c', sql], done);
+    // The lock is held 8 s on purpose: past the 5 s round-trip deadline.
     const released = new Promise((resolve, reject) => psql(
       'BEGIN; LOCK TABLE cerulean_entities IN SHARE MODE; SELECT pg_sleep(8); COMMIT;',
       (e) => (e ? reject(e) : resolve())));
     const granted = () => new Promise((resolve, reject) => psql(
       "SELECT count(*) FROM pg_locks WHERE relation = 'cerulean_entities'::regclass AND mode = 'ShareLock' AND granted",
       (e, out) => (e ? reject(e) : resolve(out.trim() === '1'))));
-    while (!(await granted())) await sleep(20);
+    await waitFor(granted, { timeoutMs: BOUND_MS, what: 'the SHARE lock to be granted' });
 
     const answers = await heldWrites(c, etag, released);
     for (const a of answers) t.diagnostic(`${a.what}: ${a.status} ${a.code ?? ''} after ${a.ms} ms, ${a.applied ? '' : 'not '}applied`);

@@ -1,5 +1,6 @@
 'use strict';
-// Assertions and /_metrics reading shared by the Node end-to-end suites.
+// Assertions, /_metrics reading and waiting on a condition, shared by the
+// Node end-to-end suites (and the isolation and resilience suites).
 
 const assert = require('node:assert/strict');
 
@@ -108,4 +109,21 @@ async function metricCounts(server, metric, label) {
   return counts;
 }
 
-module.exports = { metricCounts, assertError, rejectsWith, errorCode, assertEtag, etagOf, ticks, ordinal, compareKeys, ETAG_RE, TIMESTAMP_RE };
+// Polls `condition` (sync or async) every `intervalMs` until it returns a
+// truthy value, and resolves to that value. Throws, naming `what` (a string,
+// or a function called at the timeout for a message with the state then),
+// when `timeoutMs` pass first. The cap is generous: it bounds a hang, it is
+// not a measured expectation.
+async function waitFor(condition, { timeoutMs = 10000, intervalMs = 20, what = 'the condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value;
+    if (Date.now() >= deadline) {
+      throw new assert.AssertionError({ message: `timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}` });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+module.exports = { waitFor, metricCounts, assertError, rejectsWith, errorCode, assertEtag, etagOf, ticks, ordinal, compareKeys, ETAG_RE, TIMESTAMP_RE };

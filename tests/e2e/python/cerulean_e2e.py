@@ -23,6 +23,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 import urllib.parse
 import uuid
@@ -136,6 +137,22 @@ def fresh_database():
     subprocess.run(["createdb", "--maintenance-db=" + base, name], check=True)
     parts = urllib.parse.urlsplit(base)
     return urllib.parse.urlunsplit(parts._replace(path="/" + name)), name
+
+
+def wait_for(condition, timeout=10.0, interval=0.05, what="the condition"):
+    """Polls condition() every `interval` seconds until it returns a truthy value; returns it.
+
+    Raises AssertionError naming `what` when `timeout` seconds pass first. The timeout is
+    generous: it bounds a hang, it is not a measured expectation.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
+        time.sleep(interval)
 
 
 def connection_string(endpoint):

@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import unittest
 import urllib.error
 import urllib.parse
@@ -17,7 +16,7 @@ import yaml
 from azure.data.tables import TableServiceClient
 
 from cerulean_e2e import CLIENT_OPTIONS, REPO, CeruleanServer, connection_string, fresh_database, \
-    unique_name
+    unique_name, wait_for
 
 DOCKER = os.path.join(REPO, "docker")
 COMPOSE = os.path.join(DOCKER, "compose.postgres.yaml")
@@ -124,16 +123,15 @@ class ComposeBalancerTest(unittest.TestCase):
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(self.stop_haproxy)
         self.endpoint = "http://127.0.0.1:%d/devstoreaccount1" % port
-        deadline = time.monotonic() + 20
-        while True:
+
+        def healthy():
             try:
                 with urllib.request.urlopen("http://127.0.0.1:%d/_health" % port, timeout=5) as r:
-                    if r.status == 200:
-                        break
+                    return r.status == 200
             except (urllib.error.URLError, ConnectionError):
-                pass
-            self.assertLess(time.monotonic(), deadline, "haproxy never answered /_health")
-            time.sleep(0.1)
+                return False
+
+        wait_for(healthy, timeout=20, what="haproxy to answer /_health")
 
     def stop_haproxy(self):
         self.haproxy.terminate()

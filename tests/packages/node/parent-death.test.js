@@ -18,7 +18,8 @@ function alive(pid) {
   }
 }
 
-// Resolves once `pid` is gone; rejects after `ms`.
+// Resolves once `pid` is gone, polled every 20 ms; rejects after `ms`. (Its own
+// poll: this file runs in a scratch project, without tests/e2e/node/util.js.)
 async function gone(pid, ms) {
   const deadline = Date.now() + ms;
   while (alive(pid)) {
