@@ -1,6 +1,7 @@
 #include "storage/platform.h"
 
 #include <algorithm>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -15,6 +16,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -43,6 +47,19 @@ unsigned UsableCpus() {
   if (count > 0) return static_cast<unsigned>(count);
 #endif
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+uint64_t RandomU64() {
+#if defined(__linux__)
+  uint64_t v = 0;
+  // Up to 256 bytes never return short once the pool is initialised; EINTR
+  // only before it is.
+  for (int tries = 0; tries < 100; ++tries) {
+    if (getrandom(&v, sizeof v, 0) == static_cast<ssize_t>(sizeof v)) return v;
+  }
+#endif
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
 void NameThisThread(const char* name) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <string>
 
@@ -17,6 +18,12 @@ std::tm UtcTime(std::time_t t);
 // (taskset, cgroup cpusets), the processors of all groups on Windows, the
 // hardware's count elsewhere.
 unsigned UsableCpus();
+
+// 64 random bits from the OS, for seeds and identifiers: getrandom(2) on
+// Linux, which needs no /dev (a static server in an empty root or a
+// `FROM scratch` image); std::random_device elsewhere (arc4random on macOS,
+// rand_s on Windows).
+uint64_t RandomU64();
 
 // Names the calling thread (15 characters at most) for top, perf,
 // /proc/PID/task/*/comm and debuggers. A no-op where the OS has no names.

@@ -3,12 +3,15 @@
 #include <cstdint>
 #include <random>
 
+#include "storage/platform.h"
+
 namespace cerulean::server {
 
 std::string NewGuid() {
   thread_local std::mt19937_64 generator = [] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device()};
+    const uint64_t a = storage::RandomU64(), b = storage::RandomU64();
+    std::seed_seq seed{static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32),
+                       static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32)};
     return std::mt19937_64(seed);
   }();
   uint64_t hi = generator();

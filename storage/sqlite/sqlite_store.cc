@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <random>
 #include <string_view>
 #include <system_error>
 
+#include "storage/platform.h"
 #include "storage/sqlite/sqlite_internal.h"
 #include "storage/sqlite/wal_vfs.h"
 
@@ -85,9 +85,7 @@ Status SqlStatus(sqlite3* db, int rc, std::string_view what) {
 SqliteStore::SqliteStore(const SqliteStoreOptions& options)
     : options_(options),
       // Stored as an SQLite INTEGER: 63 bits.
-      incarnation_(((static_cast<uint64_t>(std::random_device{}()) << 32) ^
-                    static_cast<uint64_t>(NowTicks())) &
-                   0x7fffffffffffffff) {}
+      incarnation_((RandomU64() ^ static_cast<uint64_t>(NowTicks())) & 0x7fffffffffffffff) {}
 
 namespace {
 // Sets `*stopping` under `mu`, wakes `cv`'s waiters and joins `thread`.
