@@ -82,8 +82,8 @@ struct SqliteStoreOptions {
   // load's WAL does not keep its size on disk while the server is idle. It
   // never waits for a lock: while a reader still reads from the WAL (an
   // open snapshot), it tries again after the same period. Zero: never (the
-  // WAL keeps the size of its largest run between rewinds, at most
-  // journal_size_limit past it).
+  // WAL file then keeps the size it grew to, cut to journal_size_limit when
+  // it rewinds).
   std::chrono::milliseconds wal_truncate_idle_after{1000};
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
   // with pread. Off by default: mapped pages count in the process's resident
@@ -149,7 +149,8 @@ struct SqliteStoreStats {
   uint64_t wal_rewinds = 0;
   // SqliteStoreOptions::wal_truncate_idle_after: how often the WAL file was
   // truncated to zero bytes, and how often a truncation was given up
-  // because a reader still read from the WAL (or a commit came meanwhile).
+  // because a reader still read from the WAL or kept part of it from being
+  // copied.
   uint64_t wal_truncations = 0;
   uint64_t wal_truncations_refused = 0;
   // SqliteStoreOptions::writer_cache_idle_release: how often the writer's
