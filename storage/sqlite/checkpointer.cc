@@ -1,7 +1,10 @@
 // SqliteStore: background WAL checkpoints of a file store. The writer's
 // commits only append to the WAL; OnWalCommit asks WalCheckpointPlanner
 // (wal_checkpoint.h) after each commit who copies the WAL back into the
-// database, and CheckpointLoop runs the checkpointer thread's passes.
+// database, and CheckpointLoop runs the checkpointer thread's passes and,
+// once writes have stopped, truncates the WAL (TruncateIdleWal).
+#include <algorithm>
+
 #include "storage/sqlite/sqlite_internal.h"
 
 namespace cerulean::storage {
@@ -10,6 +13,7 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
   auto* self = static_cast<SqliteStore*>(store);
   const int64_t generation_before = self->wal_planner_.generation();
   WalAction action;
+  bool wake_for_truncation = false;
   {
     std::lock_guard<std::mutex> lock(self->checkpoint_mu_);
     BackgroundCheckpoint background = self->checkpoint_last_;
@@ -18,6 +22,11 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
     self->checkpoint_wal_pages_ = pages;
     self->checkpoint_wal_generation_ = self->wal_planner_.generation();
     ++self->checkpoint_commits_;
+    self->checkpoint_last_commit_ = std::chrono::steady_clock::now();
+    // The first commit since a truncation has the checkpointer count the
+    // idle period towards the next one (CheckpointLoop).
+    wake_for_truncation = !self->checkpoint_wal_dirty_;
+    self->checkpoint_wal_dirty_ = true;
     if (action == WalAction::kStartBackground) {
       self->checkpoint_pending_ = true;
       self->checkpoint_generation_ = self->wal_planner_.generation();
@@ -26,9 +35,10 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
   if (self->wal_planner_.generation() != generation_before) {
     self->wal_rewinds_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (action == WalAction::kStartBackground) {
+  if (action == WalAction::kStartBackground || wake_for_truncation) {
     self->checkpoint_cv_.notify_one();
-  } else if (action == WalAction::kCopyInWriter) {
+  }
+  if (action == WalAction::kCopyInWriter) {
     self->checkpoints_writer_.fetch_add(1, std::memory_order_relaxed);
     int log_pages = 0, copied = 0;
     static_cast<void>(
@@ -39,9 +49,27 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char*, int pages) {
 
 void SqliteStore::CheckpointLoop() {
   NameThisThread("cerulean-ckpt");
+  const bool truncate = options_.wal_truncate_idle_after.count() > 0;
+  // A truncation given up because a reader still read from the WAL is
+  // tried again one idle period later, not at once.
+  std::chrono::steady_clock::time_point refused_at{};
   std::unique_lock<std::mutex> lock(checkpoint_mu_);
   while (true) {
-    checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_pending_; });
+    if (truncate && checkpoint_wal_dirty_ && !checkpoint_pending_ && !checkpoint_stopping_) {
+      const auto last_commit = checkpoint_last_commit_;
+      const auto due = std::max(last_commit, refused_at) + options_.wal_truncate_idle_after;
+      if (!checkpoint_cv_.wait_until(lock, due, [&] {
+            return checkpoint_stopping_ || checkpoint_pending_ ||
+                   checkpoint_last_commit_ != last_commit;
+          })) {
+        if (!TruncateIdleWal(lock)) refused_at = std::chrono::steady_clock::now();
+      }
+      continue;
+    }
+    checkpoint_cv_.wait(lock, [&] {
+      return checkpoint_stopping_ || checkpoint_pending_ || (truncate && checkpoint_wal_dirty_);
+    });
+    if (!checkpoint_pending_ && !checkpoint_stopping_) continue;  // to wait for the idle period
     if (checkpoint_stopping_) return;
     checkpoint_pending_ = false;
     checkpoint_running_ = true;
@@ -82,6 +110,61 @@ void SqliteStore::CheckpointLoop() {
     }
     checkpoint_idle_wait_ = false;
   }
+}
+
+bool SqliteStore::TruncateIdleWal(std::unique_lock<std::mutex>& lock) {
+  const uint64_t commits = checkpoint_commits_;
+  const int64_t generation = checkpoint_wal_generation_;
+  lock.unlock();
+  sqlite3* db = checkpointer_conn_->db;
+  // First what is left to copy, as any pass does: without the writer's
+  // mutex, since copying takes as long as there are frames.
+  int log_pages = 0, copied = 0;
+  int rc = sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied);
+  bool refused = rc != SQLITE_OK || log_pages < 0 || copied != log_pages;
+  bool truncated = false;
+  if (!refused) {
+    // With writer_mu_ held no commit can come in between, the planner can
+    // be told, and the writer connection holds no SQLite lock: TRUNCATE,
+    // which copies nothing now, waits for nothing either with no busy
+    // timeout. It fails with SQLITE_BUSY while a reader reads from the WAL
+    // (a reader that began with the WAL fully copied reads only the
+    // database file, and goes on).
+    std::lock_guard<std::mutex> writer(writer_mu_);
+    lock.lock();
+    const bool quiet = checkpoint_commits_ == commits;
+    lock.unlock();
+    if (quiet) {
+      sqlite3_busy_timeout(db, 0);
+      rc = sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &log_pages, &copied);
+      sqlite3_busy_timeout(db, static_cast<int>(options_.busy_timeout.count()));
+      truncated = rc == SQLITE_OK;
+      refused = !truncated;
+      if (truncated) wal_planner_.WalReset();
+    }
+    lock.lock();
+    if (truncated) {
+      checkpoint_wal_pages_ = 0;
+      checkpoint_wal_generation_ = wal_planner_.generation();
+      checkpoint_last_ = BackgroundCheckpoint{false, checkpoint_wal_generation_, 0};
+      checkpoint_wal_dirty_ = false;
+    }
+  } else {
+    lock.lock();
+    // What the pass copied counts as a pass's, unless the WAL was rewound
+    // meanwhile (its frames would then be of another generation).
+    if (rc == SQLITE_OK && copied >= 0 && checkpoint_wal_generation_ == generation &&
+        (checkpoint_last_.copied_generation != generation || copied > checkpoint_last_.copied)) {
+      checkpoint_last_.copied = copied;
+      checkpoint_last_.copied_generation = generation;
+    }
+  }
+  if (truncated) {
+    wal_truncations_.fetch_add(1, std::memory_order_relaxed);
+  } else if (refused) {
+    wal_truncations_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return truncated;
 }
 
 bool SqliteStore::CheckpointerIdleForTesting() {

@@ -2,9 +2,16 @@
 // background, reclaiming dropped tables and (file stores) checkpointing the
 // WAL.
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -251,7 +258,10 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
   // (the WAL may have rewound mid-load and ended below the trigger), so
   // loads run until three have; each is then checked.
   TempDir dir;
-  auto store = OpenStore<FileBackend>(dir);
+  SqliteStoreOptions options = TestOptions();
+  // Not truncated meanwhile: the write after a pause is to rewind it.
+  options.wal_truncate_idle_after = std::chrono::hours(1);
+  auto store = OpenStore<FileBackend>(dir, options);
   REQUIRE(store->CreateTable("acct", "wal").ok());
   const std::string filler(3000, 'x');  // about one page per entity
   int key = 0;
@@ -285,6 +295,175 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
     CHECK(after.wal_rewinds == before.wal_rewinds + 1);
   }
   CHECK(checked == 3);
+}
+
+// Polls `done` every 5 ms for up to two minutes (the checkpointer runs
+// whenever it gets a core); true iff it held.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+std::uintmax_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+// `count` entities of about one page each, in batches of 100, from key
+// `from`; returns the largest size the WAL file `wal` had after a batch.
+std::uintmax_t LoadPages(Store& store, const std::string& table, int from, int count,
+                         const std::string& wal) {
+  const std::string filler(3000, 'x');
+  std::uintmax_t largest = 0;
+  for (int b = from; b < from + count; b += 100) {
+    std::vector<WriteOp> ops;
+    for (int i = b; i < std::min(b + 100, from + count); ++i) {
+      ops.push_back(Insert("p", std::to_string(100000 + i), {{"v", Value::String(filler)}}));
+    }
+    REQUIRE(store.Apply("acct", table, ops, nullptr, nullptr).ok());
+    largest = std::max(largest, FileSize(wal));
+  }
+  return largest;
+}
+
+TEST_CASE("store(file): once writes stop, the WAL file is truncated") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.wal_truncate_idle_after = std::chrono::milliseconds(100);
+  auto store = OpenStore<FileBackend>(dir, options);
+  const std::string wal = dir.path() + "/sub/dir/store.db-wal";
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  // ~3,000 pages: below the checkpointer's trigger, so nothing but the
+  // truncation copies them.
+  CHECK(LoadPages(*store, "t", 0, 3000, wal) >= 8 * 1024 * 1024);
+  // The file is truncated before the truncation is counted.
+  REQUIRE(WaitFor([&] { return store->GetStats().wal_truncations >= 1 && FileSize(wal) == 0; }));
+  CHECK(ScanAll(*store, "t", {}).size() == 3000);
+  CHECK(store->GetEntity("acct", "t", "p", "102999").ok());
+
+  // The WAL starts again from its first frame; a larger load than before
+  // goes through the background checkpointer and is truncated again.
+  const uint64_t truncations = store->GetStats().wal_truncations;
+  const uint64_t passes = store->GetStats().checkpoints_background;
+  CHECK(LoadPages(*store, "t", 3000, 6000, wal) > 0);
+  REQUIRE(WaitFor(
+      [&] { return store->GetStats().wal_truncations > truncations && FileSize(wal) == 0; }));
+  CHECK(store->GetStats().checkpoints_background > passes);
+  CHECK(ScanAll(*store, "t", {}).size() == 9000);
+  REQUIRE(store->Apply("acct", "t", {Insert("q", "after")}, nullptr, nullptr).ok());
+  CHECK(store->GetEntity("acct", "t", "q", "after").ok());
+}
+
+TEST_CASE("store(file): a reader on the WAL holds its truncation off, blocking nothing") {
+  TempDir dir;
+  SqliteStoreOptions options = TestOptions();
+  options.wal_truncate_idle_after = std::chrono::milliseconds(50);
+  auto store = OpenStore<FileBackend>(dir, options);
+  const std::string wal = dir.path() + "/sub/dir/store.db-wal";
+  REQUIRE(store->CreateTable("acct", "t").ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("a", "first")}, nullptr, nullptr).ok());
+
+  // A scan that stops at its first row holds its read transaction open.
+  std::promise<void> reading, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::thread reader([&] {
+    std::optional<EntityKey> next;
+    bool first = true;
+    Status s = store->ScanRows(
+        "acct", "t", ScanRequest{},
+        [&](EntityRow&) {
+          if (first) {
+            first = false;
+            reading.set_value();
+            released.wait();
+          }
+          return Status::Ok();
+        },
+        &next);
+    CHECK(s.ok());
+  });
+  reading.get_future().wait();
+  // Committed after the reader's snapshot: no checkpoint can copy these
+  // frames while it reads, so neither can the WAL be truncated. Writes and
+  // other reads go on.
+  CHECK(LoadPages(*store, "t", 0, 2000, wal) >= 4 * 1024 * 1024);
+  const SqliteStoreStats before = store->GetStats();
+  REQUIRE(WaitFor([&] {
+    return store->GetStats().wal_truncations_refused >= before.wal_truncations_refused + 2;
+  }));
+  CHECK(store->GetStats().wal_truncations == before.wal_truncations);
+  CHECK(FileSize(wal) > 0);
+  CHECK(store->GetEntity("acct", "t", "p", "101999").ok());
+  REQUIRE(store->Apply("acct", "t", {Insert("b", "during")}, nullptr, nullptr).ok());
+
+  release.set_value();
+  reader.join();
+  REQUIRE(WaitFor([&] {
+    return store->GetStats().wal_truncations > before.wal_truncations && FileSize(wal) == 0;
+  }));
+  CHECK(ScanAll(*store, "t", {}).size() == 2002);
+}
+
+TEST_CASE("store(file): writes before and after a truncated WAL survive kill -9") {
+  TempDir dir;
+  const std::string path = dir.path() + "/store.db";
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Durable writes (every acknowledged write synced), a truncation, more
+    // durable writes; then it waits to be killed.
+    close(fds[0]);
+    SqliteStoreOptions options;
+    options.path = path;
+    options.wal_truncate_idle_after = std::chrono::milliseconds(50);
+    auto opened = SqliteStore::Open(options);
+    if (!opened.ok()) _exit(2);
+    SqliteStore& store = **opened;
+    if (!store.CreateTable("acct", "t").ok()) _exit(3);
+    const std::string filler(3000, 'x');
+    auto load = [&](int from, int to) {
+      for (int b = from; b < to; b += 100) {
+        std::vector<WriteOp> ops;
+        for (int i = b; i < b + 100; ++i) {
+          ops.push_back(Insert("p", std::to_string(100000 + i), {{"v", Value::String(filler)}}));
+        }
+        if (!store.Apply("acct", "t", ops, nullptr, nullptr).ok()) _exit(4);
+      }
+    };
+    load(0, 2000);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (store.GetStats().wal_truncations == 0 || FileSize(path + "-wal") != 0) {
+      if (std::chrono::steady_clock::now() >= deadline) _exit(5);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    load(2000, 2500);
+    const char done = 1;
+    if (write(fds[1], &done, 1) != 1) _exit(6);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char done = 0;
+  const bool acknowledged = read(fds[0], &done, 1) == 1;
+  close(fds[0]);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  REQUIRE_MESSAGE(acknowledged, "the writer exited with " << WEXITSTATUS(status));
+  SqliteStoreOptions options = TestOptions();
+  options.path = path;
+  auto reopened = SqliteStore::Open(options);
+  REQUIRE(reopened.ok());
+  std::vector<Entity> rows = ScanAll(**reopened, "t", {});
+  REQUIRE(rows.size() == 2500);
+  CHECK(rows.front().row_key == "100000");
+  CHECK(rows.back().row_key == "102499");
 }
 
 }  // namespace

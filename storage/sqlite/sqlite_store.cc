@@ -358,6 +358,8 @@ SqliteStoreStats SqliteStore::GetStats() const {
   stats.checkpoints_idle = checkpoints_idle_.load(std::memory_order_relaxed);
   stats.checkpoints_writer = checkpoints_writer_.load(std::memory_order_relaxed);
   stats.wal_rewinds = wal_rewinds_.load(std::memory_order_relaxed);
+  stats.wal_truncations = wal_truncations_.load(std::memory_order_relaxed);
+  stats.wal_truncations_refused = wal_truncations_refused_.load(std::memory_order_relaxed);
   stats.writer_cache_releases = writer_cache_releases_.load(std::memory_order_relaxed);
   stats.writer_cache_bytes_released = writer_cache_bytes_released_.load(std::memory_order_relaxed);
   const uint64_t waiting = writer_waiters_.load(std::memory_order_relaxed);

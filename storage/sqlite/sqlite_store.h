@@ -77,6 +77,14 @@ struct SqliteStoreOptions {
   // how long the checkpointer waits for a commit to ask for the next pass
   // before it copies them anyway (CheckpointLoop).
   std::chrono::milliseconds checkpoint_idle_pass_after{10};
+  // Once no commit has come for this long, the checkpointer copies what is
+  // left of the WAL and truncates the file to zero bytes, so that a bulk
+  // load's WAL does not keep its size on disk while the server is idle. It
+  // never waits for a lock: while a reader still reads from the WAL (an
+  // open snapshot), it tries again after the same period. Zero: never (the
+  // WAL file then keeps the size it grew to, cut to journal_size_limit when
+  // it rewinds).
+  std::chrono::milliseconds wal_truncate_idle_after{1000};
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
   // with pread. Off by default: mapped pages count in the process's resident
   // memory, which then grows with the data. Unused in memory.
@@ -139,6 +147,12 @@ struct SqliteStoreStats {
   uint64_t checkpoints_idle = 0;
   uint64_t checkpoints_writer = 0;
   uint64_t wal_rewinds = 0;
+  // SqliteStoreOptions::wal_truncate_idle_after: how often the WAL file was
+  // truncated to zero bytes, and how often a truncation was given up
+  // because a reader still read from the WAL or kept part of it from being
+  // copied.
+  uint64_t wal_truncations = 0;
+  uint64_t wal_truncations_refused = 0;
   // SqliteStoreOptions::writer_cache_idle_release: how often the writer's
   // idle page cache was emptied, and the bytes it held then, in all.
   uint64_t writer_cache_releases = 0;
@@ -244,7 +258,8 @@ class SqliteStore final : public Store {
   Status ReapNowForTesting();
   // True iff the checkpointer has no pass pending or running and is not
   // waiting to make one once writes have stopped: until the next commit it
-  // copies nothing more. Always true in memory.
+  // copies nothing more (but what a reader held back, when it truncates the
+  // WAL: wal_truncate_idle_after). Always true in memory.
   bool CheckpointerIdleForTesting();
 
  private:
@@ -340,6 +355,12 @@ class SqliteStore final : public Store {
   // grown past a trigger (wal_checkpoint.h), so few requests wait for one.
   static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
   void CheckpointLoop();
+  // Once writes have stopped (SqliteStoreOptions::wal_truncate_idle_after):
+  // copies what is left of the WAL and truncates it, giving up at once if a
+  // reader still reads from it or a commit came meanwhile. True iff the WAL
+  // was truncated. REQUIRES: `lock` holds checkpoint_mu_ (released
+  // meanwhile, held again on return); called by the checkpointer thread.
+  bool TruncateIdleWal(std::unique_lock<std::mutex>& lock);
 
   void WakeReaper();
   void ReaperLoop();
@@ -550,12 +571,22 @@ class SqliteStore final : public Store {
   int checkpoint_wal_pages_ = 0;           // guarded by checkpoint_mu_
   int64_t checkpoint_wal_generation_ = 0;  // guarded by checkpoint_mu_
   uint64_t checkpoint_commits_ = 0;        // guarded by checkpoint_mu_
-  // Used by OnWalCommit only, i.e. by whoever holds the writer connection.
+  // When the latest commit came, and whether the WAL may hold frames (or
+  // bytes) since it was last truncated: what the checkpointer's truncation
+  // once writes stop waits for (TruncateIdleWal). The WAL a store opens
+  // with may hold its schema's writes.
+  std::chrono::steady_clock::time_point checkpoint_last_commit_ =
+      std::chrono::steady_clock::now();  // guarded by checkpoint_mu_
+  bool checkpoint_wal_dirty_ = true;     // guarded by checkpoint_mu_
+  // Used by whoever holds the writer connection (OnWalCommit, and
+  // TruncateIdleWal with writer_mu_ held).
   WalCheckpointPlanner wal_planner_;
   std::atomic<uint64_t> checkpoints_background_{0};
   std::atomic<uint64_t> checkpoints_idle_{0};
   std::atomic<uint64_t> checkpoints_writer_{0};
   std::atomic<uint64_t> wal_rewinds_{0};
+  std::atomic<uint64_t> wal_truncations_{0};
+  std::atomic<uint64_t> wal_truncations_refused_{0};
   std::unique_ptr<Connection> checkpointer_conn_;  // used only by checkpointer_
   std::thread checkpointer_;
 

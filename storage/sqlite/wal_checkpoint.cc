@@ -21,4 +21,9 @@ WalAction WalCheckpointPlanner::AfterCommit(int pages, const BackgroundCheckpoin
   return WalAction::kStartBackground;
 }
 
+void WalCheckpointPlanner::WalReset() {
+  ++generation_;
+  last_pages_ = 0;
+}
+
 }  // namespace cerulean::storage

@@ -55,8 +55,15 @@ class WalCheckpointPlanner {
   // After a commit that left the WAL `pages` frames long.
   WalAction AfterCommit(int pages, const BackgroundCheckpoint& background);
 
+  // After another connection truncated the WAL to no frames, with no
+  // commit since the last AfterCommit: the next commit starts a new
+  // generation from frame 1 whatever its size, which AfterCommit alone would
+  // not see when it is at least as large as the WAL was.
+  void WalReset();
+
   // How often the WAL has been rewound (seen as its size falling between
-  // commits); frame counts are comparable only within one generation.
+  // commits) or reset; frame counts are comparable only within one
+  // generation.
   int64_t generation() const { return generation_; }
 
  private:

@@ -49,6 +49,18 @@ TEST_CASE("wal checkpoint: a pass counted in an earlier generation is not taken 
   CHECK(planner.AfterCommit(160, Copied(1, 152)) == WalAction::kCopyInWriter);
 }
 
+TEST_CASE("wal checkpoint: a truncated WAL starts a new generation, whatever the next commit") {
+  WalCheckpointPlanner planner(kLimits);
+  REQUIRE(planner.AfterCommit(150, Idle()) == WalAction::kStartBackground);
+  // The checkpointer copied all 150 frames and truncated the WAL; the next
+  // commit is larger than the WAL was, so its size alone shows no rewind.
+  planner.WalReset();
+  CHECK(planner.generation() == 1);
+  CHECK(planner.AfterCommit(155, Copied(0, 150)) == WalAction::kStartBackground);
+  CHECK(planner.generation() == 1);
+  CHECK(planner.AfterCommit(160, Copied(1, 155)) == WalAction::kCopyInWriter);
+}
+
 TEST_CASE("wal checkpoint: one writer copy per generation, then the checkpointer again") {
   // A reader holding an old snapshot kept the writer's copy from rewinding
   // the WAL: the writer does not copy again at every commit.
