@@ -146,6 +146,7 @@ debian_source() {
 # --- the target's toolchain ---------------------------------------------------------------
 
 simdjson_flags=()
+openssl_flags=()
 # Sets cc, cxx, ar, ranlib, strip, triple (the GNU triple of configure scripts), openssl_target
 # (OpenSSL's Configure name) and toolchain (the CMake toolchain file).
 setup_toolchain() {
@@ -183,6 +184,11 @@ setup_toolchain() {
         # The oldest macOS releases Zig's SDK stubs and Apple still support on each CPU.
         osx-arm64) zig_target=aarch64-macos.11.0 openssl_target=darwin64-arm64-cc ;;
         osx-x64) zig_target=x86_64-macos.11.0 openssl_target=darwin64-x86_64-cc ;;
+      esac
+      # Zig's macOS SDK has no CommonCrypto headers: OpenSSL seeds its random generator from
+      # getentropy(2) instead (macOS 10.12 and later), as it does on Linux.
+      case $target in
+        osx-*) openssl_flags=(-DOPENSSL_NO_APPLE_CRYPTO_RANDOM) ;;
       esac
       setup_zig "$zig_target"
       # simdjson 3.0's AVX-512 kernel does not name the evex512 feature that clang 18 and
@@ -301,7 +307,7 @@ build_openssl() {
   rm -rf "$tmp" && mkdir -p "$tmp"
   (cd "$tmp" &&
     CC=$cc AR=$ar RANLIB=$ranlib perl "$src/Configure" "$openssl_target" no-shared no-tests \
-      no-module no-engine no-dso no-ui-console --prefix="$prefix" --libdir=lib \
+      no-module no-engine no-dso no-ui-console "${openssl_flags[@]}" --prefix="$prefix" --libdir=lib \
       --openssldir="$prefix/ssl" >/dev/null &&
     make -s -j"$jobs" build_libs >/dev/null &&
     make -s install_dev >/dev/null)
@@ -404,9 +410,16 @@ build_mimalloc() {
     -c "$src/src/static.c" -o "$prefix/lib/mimalloc.o"
 }
 
-# nlohmann/json (header-only) and libpq's headers (the library is loaded at run time): the
-# installed Debian packages' files, copied so that no host include folder enters the build.
+# nlohmann/json and fast_float (header-only) and libpq's headers (the library is loaded at run
+# time): the installed Debian packages' files, copied so that no host include folder enters the
+# build.
 copy_headers() {
+  apt_install libfast-float-dev
+  if [[ ! -d $prefix/include/fast_float ]]; then
+    cp -r /usr/include/fast_float "$prefix/include/"
+    mkdir -p "$prefix/lib/cmake"
+    cp -r /usr/lib/cmake/FastFloat "$prefix/lib/cmake/"
+  fi
   if [[ ! -d $prefix/include/nlohmann ]]; then
     cp -r /usr/include/nlohmann "$prefix/include/"
     mkdir -p "$prefix/share/cmake"
@@ -479,6 +492,48 @@ case $target in
     built=$build/portable/cerulean exe=cerulean
     ;;
 esac
+# The licences of what the server links statically, beside it as THIRD-PARTY-NOTICES.txt
+# (scripts/package.sh puts that file in the target's packages, scripts/image.sh in the image):
+# the libraries' Debian copyright files and source licences, and the target's C and C++
+# runtime.
+write_notices() {
+  local pkg
+  echo "The Cerulean server for $target links these libraries statically."
+  for pkg in libssl3 libsqlite3-0 libexpat1; do
+    printf '\n==================== Debian package %s %s ====================\n\n' "$pkg" \
+      "$(dpkg-query -W -f='${Version}' "$pkg")"
+    cat "/usr/share/doc/$pkg/copyright"
+  done
+  printf '\n==================== Boost %s (URL, ProgramOptions, Asio, Beast) ====================\n\n' \
+    "$(dpkg-query -W -f='${Version}' libboost-url1.81.0)"
+  awk 'prev == "License: BSL-1.0" && /Boost Software License - Version 1.0/ { p = 1; print prev }
+       p { print } p && /^$/ { exit } { prev = $0 }' /usr/share/doc/libboost-url1.81.0/copyright
+  printf '\n==================== simdjson ====================\n\n'
+  cat "$(debian_source simdjson libsimdjson-dev)/LICENSE"
+  case $target in
+    win-x64 | linux-arm64)
+      printf '\n==================== libstdc++ and libgcc (GCC 12) ====================\n\n'
+      echo "GPL-3.0 with the GCC Runtime Library Exception 3.1, which asks nothing of a program it is linked into."
+      if [[ $target == win-x64 ]]; then
+        printf '\n==================== MinGW-w64 runtime and winpthreads ====================\n\n'
+        cat /usr/share/doc/mingw-w64-x86-64-dev/copyright
+      fi
+      ;;
+    *)
+      printf '\n==================== libc++, libc++abi and libunwind (LLVM, from Zig %s) ====================\n\n' \
+        "$zig_version"
+      cat "$cache/zig/$zig_version/lib/libcxx/LICENSE.TXT"
+      if [[ $target == linux-musl-* ]]; then
+        printf '\n==================== musl (from Zig %s) ====================\n\n' "$zig_version"
+        cat "$cache/zig/$zig_version/lib/libc/musl/COPYRIGHT"
+        printf '\n==================== mimalloc ====================\n\n'
+        cat "$(debian_source mimalloc libmimalloc-dev)/LICENSE"
+      fi
+      ;;
+  esac
+}
+write_notices >"$out/THIRD-PARTY-NOTICES.txt"
+
 if [[ -n $strip ]]; then
   "$strip" -o "$out/$exe" "$built"
 else

@@ -12,16 +12,18 @@
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
 #                                        # container, resilience, isolation, packages, fuzz,
 #                                        # sanitize, postgres)
-#   bash scripts/test.sh platforms       # the other platforms' builds under Wine and qemu: only
-#                                        # when named (a cold cache builds their toolchains and
-#                                        # libraries, which alone takes longer than the rest)
+#   bash scripts/test.sh platforms       # the other platforms' builds, under Wine, qemu or an
+#                                        # empty root (macOS: built and checked): only when named
+#                                        # (a cold cache builds their toolchains and libraries,
+#                                        # which alone takes longer than the rest)
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
 # UNIT_TIMEOUT / E2E_TIMEOUT per-suite limits in seconds (defaults 300 / 600);
 # TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs);
 # FUZZ_SECONDS per fuzz target (default 20); PLATFORM_TIMEOUT per platforms suite (default
-# 1800: emulated servers are slower).
+# 1800: emulated servers are slower); PLATFORM_TARGETS the platforms suite's targets (default
+# all: win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -238,38 +240,58 @@ fi
 # --- other platforms ---------------------------------------------------------------
 # scripts/cross.sh builds the server for each target (its toolchains and libraries are built
 # once into a cache outside the clone, ${CERULEAN_CROSS_CACHE:-~/.cache/cerulean-cross}). The
-# Windows build runs under Wine and the linux-arm64 one under qemu (tests/platforms/*.sh
-# wrap them as CERULEAN_BIN): each serves the Node suite over loopback, in memory and on disk
-# (CERULEAN_E2E_ON_DISK=1), and crash.test.js kills it under writers. Under emulation the
+# Windows build runs under Wine, the arm64 ones under qemu (tests/platforms/*.sh wrap them as
+# CERULEAN_BIN) and the static musl x64 one as it is: each serves the Node suite over loopback,
+# in memory and on disk (CERULEAN_E2E_ON_DISK=1), and crash.test.js kills it under writers. Under emulation the
 # whole suite is too slow for the test command, so it runs the files listed below, which
 # between them use every operation (tables, entities, batches, queries, ACLs, service
 # properties, SAS, the CLI tools).
 platform_timeout=${PLATFORM_TIMEOUT:-1800}
 platform_files=(data-tables.test.js azure-storage.test.js query.test.js service.test.js
   access.test.js durability.test.js crash.test.js)
+# PLATFORM_TARGETS: the targets to build and test (default all). The static musl servers also
+# serve from an empty root (tests/platforms/empty-root.js); the macOS ones cannot run here, so
+# they are built and their Mach-O files checked (tests/platforms/macho_check.py) only.
+platform_targets=(${PLATFORM_TARGETS:-win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64})
 if named platforms; then
-  for target in win-x64 linux-arm64; do
-    wrapper=tests/platforms/wine-cerulean.sh
-    [[ $target == linux-arm64 ]] && wrapper=tests/platforms/qemu-cerulean.sh
+  for target in "${platform_targets[@]}"; do
     echo
     echo "==================== cross build $target ===================="
-    if run_logged "$log_dir/cross-$target.log" bash scripts/cross.sh "$target"; then
-      record "cross-$target" 1 0
-      # A build that cannot serve at all fails here once, instead of once per server start.
-      echo
-      echo "==================== platform-$target-start ===================="
-      if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
-        env CERULEAN_BIN="$repo/$wrapper" node tests/e2e/node/run.js service.test.js; then
-        record "platform-$target-start" 1 0
-        run_suite "platform-$target-memory" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
-          node tests/e2e/node/run.js "${platform_files[@]}"
-        run_suite "platform-$target-disk" "$platform_timeout" env CERULEAN_BIN="$repo/$wrapper" \
-          CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
-      else
-        record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
+    if ! run_logged "$log_dir/cross-$target.log" bash scripts/cross.sh "$target"; then
+      record "cross-$target" 0 1 "scripts/cross.sh $target failed"
+      continue
+    fi
+    record "cross-$target" 1 0
+    server_env=()
+    case $target in
+      win-x64) server_env=(CERULEAN_BIN="$repo/tests/platforms/wine-cerulean.sh") ;;
+      linux-arm64) server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh") ;;
+      linux-musl-x64) server_env=(CERULEAN_BIN="$repo/build/cross/$target/cerulean") ;;
+      linux-musl-arm64)
+        server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh"
+          CERULEAN_ARM64_BIN="$repo/build/cross/$target/cerulean")
+        ;;
+      osx-arm64 | osx-x64)
+        run_suite "platform-$target-macho" 120 python3 tests/platforms/macho_check.py \
+          "$([[ $target == osx-arm64 ]] && echo arm64 || echo x86_64)" "build/cross/$target/cerulean"
+        continue
+        ;;
+    esac
+    # A build that cannot serve at all fails here once, instead of once per server start.
+    echo
+    echo "==================== platform-$target-start ===================="
+    if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
+      env "${server_env[@]}" node tests/e2e/node/run.js service.test.js; then
+      record "platform-$target-start" 1 0
+      run_suite "platform-$target-memory" "$platform_timeout" env "${server_env[@]}" \
+        node tests/e2e/node/run.js "${platform_files[@]}"
+      run_suite "platform-$target-disk" "$platform_timeout" env "${server_env[@]}" \
+        CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
+      if [[ $target == linux-musl-* ]]; then
+        run_suite "platform-$target-empty-root" 300 node tests/platforms/empty-root.js "$target"
       fi
     else
-      record "cross-$target" 0 1 "scripts/cross.sh $target failed"
+      record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
     fi
   done
 fi
