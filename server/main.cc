@@ -382,9 +382,6 @@ int Serve(const server::CliOptions& cli) {
   ctx.body_budget = &body_budget;
   server::ResponseBudget response_budget(kResponseMemory);
   ctx.response_budget = &response_budget;
-  server::SetConnectionLimits({.max_connections = cli.max_connections,
-                               .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
-                               .request_timeout = std::chrono::seconds(cli.request_timeout_s)});
 
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
@@ -404,7 +401,11 @@ int Serve(const server::CliOptions& cli) {
   // once, each on a reader connection or waiting for one.
   server::BlockingPool blocking_pool(kInitialBlockingThreads, kBlockingThreads);
   ctx.blocking_pool = &blocking_pool;
-  auto listener = std::make_shared<server::Listener>(worker_ptrs, ctx, tls.get());
+  const server::ConnectionLimits limits{
+      .max_connections = cli.max_connections,
+      .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
+      .request_timeout = std::chrono::seconds(cli.request_timeout_s)};
+  auto listener = std::make_shared<server::Listener>(worker_ptrs, ctx, limits, tls.get());
   if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
     return 1;

@@ -38,9 +38,6 @@ constexpr auto kTlsTimeout = std::chrono::seconds(30);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 constexpr std::uint64_t kMaxDrainBytes = 8 * 1024 * 1024;
 constexpr std::uint64_t kMaxHeaderDrainBytes = 1024 * 1024;
-ConnectionLimits g_limits;
-// Failures that end a connection abnormally (exceptions), at most one line a second.
-ThrottledLog g_failure_log(std::chrono::seconds(1));
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Milliseconds of the coarse monotonic clock (a few ns, no system call), at
@@ -53,17 +50,6 @@ std::int64_t CoarseNowMs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
 #endif
   return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
-}
-
-// Every open connection; a connection's index_ is its position.
-struct Registry {
-  std::mutex mu;
-  std::vector<Connection*> connections;  // guarded by mu
-  std::atomic<size_t> count{0};
-};
-Registry& Connections() {
-  static Registry registry;
-  return registry;
 }
 
 // Bodies up to this size are copied behind the head (one buffer); larger
@@ -114,9 +100,6 @@ std::string PreparePeer(ConnectionSocket& socket) {
 
 }  // namespace
 
-void SetConnectionLimits(const ConnectionLimits& limits) { g_limits = limits; }
-const ConnectionLimits& GetConnectionLimits() { return g_limits; }
-
 void ThrottledLog::Log(const std::string& line) {
   auto now = std::chrono::steady_clock::now();
   size_t dropped;
@@ -139,35 +122,38 @@ void ThrottledLog::Log(const std::string& line) {
 
 // --- the connection registry ----------------------------------------------------
 
-Connection::Connection() {
-  Registry& r = Connections();
-  std::lock_guard lock(r.mu);
-  index_ = r.connections.size();
-  r.connections.push_back(this);
-  r.count.store(r.connections.size(), std::memory_order_relaxed);
+Connection::Connection(std::shared_ptr<ConnectionRegistry> registry)
+    : registry_(std::move(registry)) {
+  registry_->Add(this);
 }
 
-Connection::~Connection() {
-  Registry& r = Connections();
-  std::lock_guard lock(r.mu);
-  r.connections[index_] = r.connections.back();
-  r.connections[index_]->index_ = index_;
-  r.connections.pop_back();
-  r.count.store(r.connections.size(), std::memory_order_relaxed);
+Connection::~Connection() { registry_->Remove(this); }
+
+void ConnectionRegistry::Add(Connection* c) {
+  std::lock_guard lock(mu_);
+  c->index_ = connections_.size();
+  connections_.push_back(c);
+  count_.store(connections_.size(), std::memory_order_relaxed);
 }
 
-size_t Connection::Count() { return Connections().count.load(std::memory_order_relaxed); }
+void ConnectionRegistry::Remove(Connection* c) {
+  std::lock_guard lock(mu_);
+  const size_t index = c->index_;
+  connections_[index] = connections_.back();
+  connections_[index]->index_ = index;
+  connections_.pop_back();
+  count_.store(connections_.size(), std::memory_order_relaxed);
+}
 
-bool Connection::EvictLongestWaiting() {
-  Registry& r = Connections();
+bool ConnectionRegistry::EvictLongestWaiting() {
   std::shared_ptr<Connection> victim;
   {
-    std::lock_guard lock(r.mu);
+    std::lock_guard lock(mu_);
     Connection* oldest = nullptr;
     std::int64_t oldest_since = 0;
     bool oldest_writes = false;
     const std::int64_t stalled_before = CoarseNowMs() - kStalledWriteMs;
-    for (Connection* c : r.connections) {
+    for (Connection* c : connections_) {
       std::int64_t since = c->waiting_since_ms_.load(std::memory_order_relaxed);
       bool writes = false;
       if (since <= 0) {
@@ -186,7 +172,7 @@ bool Connection::EvictLongestWaiting() {
     // connection only if it has not started answering a request (or
     // finished writing its answer) since.
     (oldest_writes ? oldest->writing_since_ms_ : oldest->waiting_since_ms_)
-        .store(kEvicted, std::memory_order_relaxed);
+        .store(Connection::kEvicted, std::memory_order_relaxed);
     victim = oldest->Share();
   }
   // Outside the lock: dropping `victim` may destroy the connection, which
@@ -213,13 +199,13 @@ void HttpSession<Derived>::Guard(const char* what, F&& f) noexcept {
     return;
   } catch (const std::exception& e) {
     try {
-      g_failure_log.Log("connection from " + peer_ + ": " + what + ": " + e.what() +
-                        "; connection closed");
+      group_->failure_log().Log("connection from " + peer_ + ": " + what + ": " + e.what() +
+                                "; connection closed");
     } catch (...) {
     }
   } catch (...) {
     try {
-      g_failure_log.Log("connection from " + peer_ + ": " + what + ": unknown exception");
+      group_->failure_log().Log("connection from " + peer_ + ": " + what + ": unknown exception");
     } catch (...) {
     }
   }
@@ -306,7 +292,7 @@ void HttpSession<Derived>::DoRead() {
   continue_sent_ = false;
   parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
   SetWaiting(true);
-  beast::get_lowest_layer(derived().stream()).expires_after(g_limits.keep_alive_timeout);
+  beast::get_lowest_layer(derived().stream()).expires_after(group_->limits().keep_alive_timeout);
   http::async_read_header(
       derived().stream(), buffer_, *parser_,
       beast::bind_front_handler(&HttpSession::OnHeader, derived().shared_from_this()));
@@ -320,13 +306,14 @@ void HttpSession<Derived>::OnRequestLine(void* self) {
   // each other: the common case of a request line that follows the read at
   // once costs a coarse clock read, not a timer update.
   auto* session = static_cast<HttpSession*>(self);
+  const ConnectionLimits& limits = session->group_->limits();
   const std::int64_t now = CoarseNowMs();
   const std::int64_t keep_alive_deadline =
-      session->waiting_since_ms() + std::chrono::milliseconds(g_limits.keep_alive_timeout).count();
+      session->waiting_since_ms() + std::chrono::milliseconds(limits.keep_alive_timeout).count();
   const std::int64_t request_deadline =
-      now + std::chrono::milliseconds(g_limits.request_timeout).count();
+      now + std::chrono::milliseconds(limits.request_timeout).count();
   if (std::abs(request_deadline - keep_alive_deadline) > 1000) {
-    beast::get_lowest_layer(session->derived().stream()).expires_after(g_limits.request_timeout);
+    beast::get_lowest_layer(session->derived().stream()).expires_after(limits.request_timeout);
   }
 }
 
@@ -431,7 +418,7 @@ void HttpSession<Derived>::ReserveBody() {
         self->Guard("budget", [&] { self->OnBudget(taken); });
       });
   budget_timer_.emplace(derived().stream().get_executor());
-  budget_timer_->expires_after(g_limits.request_timeout);
+  budget_timer_->expires_after(group_->limits().request_timeout);
   budget_timer_->async_wait([self = derived().shared_from_this()](beast::error_code ec) {
     if (ec) return;
     self->Guard("budget", [&] { self->OnBudgetTimeout(); });
@@ -517,7 +504,7 @@ void HttpSession<Derived>::ContinueBody() {
   const auto allowed = std::min<std::chrono::steady_clock::duration>(
       std::chrono::seconds(kBodyGraceSeconds) +
           std::chrono::milliseconds(due * 1000 / kMinBodyBytesPerSecond),
-      g_limits.request_timeout);
+      group_->limits().request_timeout);
   beast::get_lowest_layer(derived().stream()).expires_at(body_clock_ + allowed);
   body_deadline_ = true;
   http::async_read_some(
@@ -546,7 +533,7 @@ void HttpSession<Derived>::BodyRead(beast::error_code ec) {
   // get the request timeout from here.
   if (body_deadline_) {
     body_deadline_ = false;
-    beast::get_lowest_layer(derived().stream()).expires_after(g_limits.request_timeout);
+    beast::get_lowest_layer(derived().stream()).expires_after(group_->limits().request_timeout);
   }
   large_bodies_ = parser_->get().body().size() > kReadBufferBytes;
   Carry(ServeBody(ctx_, held_, &HttpSession::Defer, this));

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/http/request_parser.h"
 #include "server/http/router.h"
@@ -40,7 +41,7 @@
 
 namespace cerulean::server {
 
-// Limits on connections, set once by main before the listener runs.
+// Limits on a listener's connections (Listener, SessionGroup).
 struct ConnectionLimits {
   // Open connections; at the cap, a new connection replaces the one that
   // has waited longest for its next request, or is closed if none waits.
@@ -54,8 +55,6 @@ struct ConnectionLimits {
   // for the body budget waits at most this long, then gets 503 ServerBusy.
   std::chrono::seconds request_timeout{60};
 };
-void SetConnectionLimits(const ConnectionLimits& limits);
-const ConnectionLimits& GetConnectionLimits();
 
 // Writes at most one line per interval to stderr and says how many it
 // dropped meanwhile, so that a flood of failures cannot flood the log.
@@ -72,12 +71,54 @@ class ThrottledLog {
   size_t dropped_ = 0;                            // guarded by mu_
 };
 
-// What a listener's sessions share: the requests they are answering (for
-// the drain on shutdown, and the load each request is told about:
-// Request::in_flight) and whether they were asked to close.
+class Connection;
+
+// The open connections of one listener, so that it can enforce
+// ConnectionLimits::max_connections.
+// Thread-safety: every member may be called from any thread.
+class ConnectionRegistry {
+ public:
+  ConnectionRegistry() = default;
+  ConnectionRegistry(const ConnectionRegistry&) = delete;
+  ConnectionRegistry& operator=(const ConnectionRegistry&) = delete;
+
+  // Open connections.
+  size_t Count() const { return count_.load(std::memory_order_relaxed); }
+  // Closes the connection that has waited longest for its next request (or
+  // the rest of one), or for its client to read its answer: a connection
+  // whose answer has been written for kStalledWriteMs without being taken
+  // counts as waiting, from when the write began. False iff no connection
+  // is waiting.
+  bool EvictLongestWaiting();
+  static constexpr std::int64_t kStalledWriteMs = 1000;
+
+ private:
+  friend class Connection;
+  void Add(Connection* c);
+  void Remove(Connection* c);
+
+  std::mutex mu_;
+  std::vector<Connection*> connections_;  // guarded by mu_; index_ is the position
+  std::atomic<size_t> count_{0};
+};
+
+// What a listener's sessions share: its limits, its registry of open
+// connections, the log of failures that close a connection, the requests
+// they are answering (for the drain on shutdown, and the load each request
+// is told about: Request::in_flight) and whether they were asked to close.
+// Each listener has its own, so two servers in one process share nothing.
 // Thread-safety: every member may be used from any thread.
 class SessionGroup {
  public:
+  explicit SessionGroup(const ConnectionLimits& limits = {}) : limits_(limits) {}
+  SessionGroup(const SessionGroup&) = delete;
+  SessionGroup& operator=(const SessionGroup&) = delete;
+
+  const ConnectionLimits& limits() const { return limits_; }
+  ConnectionRegistry& connections() { return connections_; }
+  // Failures that end a connection abnormally (exceptions), at most one
+  // line a second.
+  ThrottledLog& failure_log() { return failure_log_; }
   // Requests read but not yet fully answered.
   int InFlight() const { return in_flight_.load(std::memory_order_relaxed); }
   // Ends every open keep-alive connection once its in-flight request is
@@ -89,31 +130,27 @@ class SessionGroup {
   void End() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
 
  private:
+  const ConnectionLimits limits_;
+  ConnectionRegistry connections_;
+  ThrottledLog failure_log_{std::chrono::seconds(1)};
   std::atomic<int> in_flight_{0};
   std::atomic<bool> closing_{false};
 };
 
-// An open connection, counted and registered from construction to
-// destruction so that the listener can enforce ConnectionLimits.
-// Thread-safety: the registry functions may be called from any thread; the
-// rest belongs to the connection's I/O thread.
+// An open connection, counted and registered in its registry from
+// construction to destruction.
+// Thread-safety: the registry calls Share() and Evict() and reads the
+// waiting and writing times from any thread; the rest belongs to the
+// connection's I/O thread.
 class Connection {
  public:
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Open connections.
-  static size_t Count();
-  // Closes the connection that has waited longest for its next request (or
-  // the rest of one), or for its client to read its answer: a connection
-  // whose answer has been written for kStalledWriteMs without being taken
-  // counts as waiting, from when the write began. False iff no connection
-  // is waiting.
-  static bool EvictLongestWaiting();
-  static constexpr std::int64_t kStalledWriteMs = 1000;
-
  protected:
-  Connection();
+  // Registers the connection in `registry`, which the connection keeps
+  // alive until it is destroyed.
+  explicit Connection(std::shared_ptr<ConnectionRegistry> registry);
   virtual ~Connection();
   // Waiting for a request (since now), or answering one. Cheap: a clock
   // read of the coarse clock and a relaxed store.
@@ -132,15 +169,17 @@ class Connection {
   }
 
  private:
+  friend class ConnectionRegistry;
   // A strong reference, or null if the connection is being destroyed.
   virtual std::shared_ptr<Connection> Share() = 0;
   // Closes the connection on its own I/O thread iff it still waits then.
   virtual void Evict() = 0;
 
   static constexpr std::int64_t kEvicted = -1;
+  const std::shared_ptr<ConnectionRegistry> registry_;
   std::atomic<std::int64_t> waiting_since_ms_{0};  // 0: not waiting; kEvicted
   std::atomic<std::int64_t> writing_since_ms_{0};  // 0: not writing; kEvicted
-  size_t index_ = 0;                               // in the registry, guarded by its mutex
+  size_t index_ = 0;                               // in registry_, guarded by its mutex
 };
 
 // A connection's executor, socket and stream, with the concrete executor
@@ -161,7 +200,10 @@ template <class Derived>
 class HttpSession : public Connection {
  protected:
   HttpSession(const ServerContext& ctx, std::shared_ptr<SessionGroup> group, std::string peer)
-      : ctx_(ctx), group_(std::move(group)), peer_(std::move(peer)) {
+      : Connection(std::shared_ptr<ConnectionRegistry>(group, &group->connections())),
+        ctx_(ctx),
+        group_(std::move(group)),
+        peer_(std::move(peer)) {
     LimitReadBuffer(buffer_);
     if (ctx_.response_budget != nullptr) response_hold_.emplace(ctx_.response_budget);
   }
