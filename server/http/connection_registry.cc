@@ -1,18 +1,6 @@
 #include "server/http/connection_registry.h"
 
-#include <ctime>
-
 namespace cerulean::server {
-
-std::int64_t CoarseNowMs() {
-  timespec ts;
-#if defined(CLOCK_MONOTONIC_COARSE)
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-#else
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
-#endif
-  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
-}
 
 Connection::Connection(std::shared_ptr<ConnectionRegistry> registry)
     : registry_(std::move(registry)) {
@@ -71,14 +59,6 @@ bool ConnectionRegistry::EvictLongestWaiting() {
   // takes the lock.
   if (victim) victim->Evict();
   return true;
-}
-
-void Connection::SetWaiting(bool waiting) {
-  waiting_since_ms_.store(waiting ? CoarseNowMs() : 0, std::memory_order_relaxed);
-}
-
-void Connection::SetWriting(bool writing) {
-  writing_since_ms_.store(writing ? CoarseNowMs() : 0, std::memory_order_relaxed);
 }
 
 }  // namespace cerulean::server

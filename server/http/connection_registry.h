@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,8 +17,17 @@
 namespace cerulean::server {
 
 // Milliseconds of the coarse monotonic clock (a few ns, no system call), at
-// least 1: the clock of a connection's waiting and writing times.
-std::int64_t CoarseNowMs();
+// least 1: the clock of a connection's waiting and writing times. Inline,
+// like SetWaiting and SetWriting: the sessions call them on every request.
+inline std::int64_t CoarseNowMs() {
+  timespec ts;
+#if defined(CLOCK_MONOTONIC_COARSE)
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
+#endif
+  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
+}
 
 class Connection;
 
@@ -67,13 +77,17 @@ class Connection {
   virtual ~Connection();
   // Waiting for a request (since now), or answering one. Cheap: a clock
   // read of the coarse clock and a relaxed store.
-  void SetWaiting(bool waiting);
+  void SetWaiting(bool waiting) {
+    waiting_since_ms_.store(waiting ? CoarseNowMs() : 0, std::memory_order_relaxed);
+  }
   // When SetWaiting(true) was last called (coarse ms; kEvicted, 0 too).
   std::int64_t waiting_since_ms() const {
     return waiting_since_ms_.load(std::memory_order_relaxed);
   }
   // Writing an answer (since now), or done writing it.
-  void SetWriting(bool writing);
+  void SetWriting(bool writing) {
+    writing_since_ms_.store(writing ? CoarseNowMs() : 0, std::memory_order_relaxed);
+  }
   // True iff chosen for eviction while waiting (or writing), and still
   // waiting (writing).
   bool evicted() const {
