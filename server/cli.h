@@ -40,7 +40,7 @@ struct CliOptions {
   bool disable_product_style_url = false;
   bool disable_explorer = false;
   bool public_metrics = false;  // --publicMetrics: /_metrics in full without a signature
-  // Connection limits (ConnectionLimits in server/http/session.h).
+  // Connection limits (ConnectionLimits in server/http/session_group.h).
   unsigned max_connections = 1000;
   unsigned keep_alive_timeout_s = 60;
   unsigned request_timeout_s = 60;

@@ -304,17 +304,41 @@ int RunTool(const std::string& command, const server::CliOptions& cli,
   return 0;
 }
 
-int Serve(const server::CliOptions& cli) {
-  // HTTPS and OAuth first: a bad certificate should not touch the store.
-  std::unique_ptr<boost::asio::ssl::context> tls;
+// What a running server owns. Serve's steps build the members in this
+// order, and they are destroyed in reverse: the listener, the blocking pool
+// and the io_contexts (with the sessions on them, which give their bytes
+// back to the budgets) before the budgets and caches, and those before the
+// store. The context holds pointers to the members after it.
+struct Server {
+  std::unique_ptr<boost::asio::ssl::context> tls;  // null for plain HTTP
+  server::ServerContext ctx;
+  std::unique_ptr<storage::Store> store;
+  server::Metrics metrics;
+  server::Logger logger;
+  server::PagePrefetcher prefetcher;
+  server::FaultInjector faults;
+  std::optional<server::DocumentCache> documents;
+  std::optional<server::BodyBudget> body_budget;
+  std::optional<server::ResponseBudget> response_budget;
+  // One io_context per I/O thread; the guards keep one without connections
+  // running until it is stopped.
+  std::vector<std::unique_ptr<boost::asio::io_context>> workers;
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards;
+  std::optional<server::BlockingPool> blocking_pool;
+  std::shared_ptr<server::Listener> listener;
+};
+
+// The TLS context of --cert/--key/--pwd, if given; OAuth needs it. 0, or the
+// exit status.
+int OpenTls(const server::CliOptions& cli, Server& s) {
   server::TlsFiles tls_files{cli.cert, cli.key, cli.pwd};
   if (server::TlsRequested(tls_files)) {
-    if (std::string err = server::MakeTlsContext(tls_files, &tls); !err.empty()) {
+    if (std::string err = server::MakeTlsContext(tls_files, &s.tls); !err.empty()) {
       std::fprintf(stderr, "cerulean: %s\n", err.c_str());
       return 1;
     }
   }
-  if (!cli.oauth.empty() && tls == nullptr) {
+  if (!cli.oauth.empty() && s.tls == nullptr) {
     // Azurite documents this rule ("OAuth requires HTTPS endpoint"); starting
     // anyway would accept no bearer token at all.
     std::fprintf(
@@ -323,9 +347,14 @@ int Serve(const server::CliOptions& cli) {
         "parameter along with --oauth parameter.\n");
     return 1;
   }
+  return 0;
+}
 
-  server::ServerContext ctx;
-  ctx.options.https = tls != nullptr;
+// The accounts, the store (seeded from --seed) and the request options of
+// the context. 0, or the exit status.
+int OpenAccountsAndStore(const server::CliOptions& cli, Server& s) {
+  server::ServerContext& ctx = s.ctx;
+  ctx.options.https = s.tls != nullptr;
   ctx.options.oauth = !cli.oauth.empty();
   if (!ctx.accounts.AddDefault()) return 1;
   if (const char* spec = std::getenv("AZURITE_ACCOUNTS"); spec != nullptr && *spec != '\0') {
@@ -340,85 +369,113 @@ int Serve(const server::CliOptions& cli) {
     std::fprintf(stderr, "cerulean: cannot open storage: %s\n", store.status().ToString().c_str());
     return 1;
   }
-  ctx.store = store->get();
+  s.store = std::move(store).value();
+  ctx.store = s.store.get();
   if (!cli.seed_dir.empty() && !Seed(*ctx.store, cli.seed_dir)) return 1;
   ctx.options.loose = cli.loose;
   ctx.options.skip_api_version_check = cli.skip_api_version_check;
   ctx.options.force_path_style = cli.disable_product_style_url;
   ctx.options.explorer = !cli.disable_explorer;
   ctx.options.public_metrics = cli.public_metrics;
-  server::Metrics metrics;
-  server::Logger logger;
-  if (!logger.Open(!cli.silent, cli.json_log, cli.debug_file)) {
+  return 0;
+}
+
+// What the operations run with besides the store: metrics, logs, the page
+// prefetcher, fault rules, the document cache and the memory budgets. 0, or
+// the exit status.
+int BuildServices(const server::CliOptions& cli, Server& s) {
+  server::ServerContext& ctx = s.ctx;
+  if (!s.logger.Open(!cli.silent, cli.json_log, cli.debug_file)) {
     std::fprintf(stderr, "cerulean: cannot open debug log %s\n", cli.debug_file.c_str());
     return 1;
   }
-  ctx.metrics = &metrics;
-  ctx.logger = &logger;
-  server::PagePrefetcher prefetcher;
-  ctx.prefetcher = &prefetcher;
-  server::FaultInjector faults;
-  ctx.faults = &faults;
-  if (!cli.faults_file.empty() && !LoadFaults(cli.faults_file, ctx.accounts, &faults)) return 1;
+  ctx.metrics = &s.metrics;
+  ctx.logger = &s.logger;
+  ctx.prefetcher = &s.prefetcher;
+  ctx.faults = &s.faults;
+  if (!cli.faults_file.empty() && !LoadFaults(cli.faults_file, ctx.accounts, &s.faults)) return 1;
   // The server's bounded structures in /_metrics (server/README.md, "Memory bounds").
-  metrics.TrackMemory("fault_rules", [&faults] {
+  s.metrics.TrackMemory("fault_rules", [&faults = s.faults] {
     const server::FaultInjector::Use use = faults.Memory();
     return server::MemoryUse{use.bytes, use.rules};
   });
-  metrics.TrackMemory("page_prefetch", [&prefetcher] {
+  s.metrics.TrackMemory("page_prefetch", [&prefetcher = s.prefetcher] {
     const auto [bytes, pages] = prefetcher.Memory();
     return server::MemoryUse{bytes, pages};
   });
   // CORS rules and stored access policies, for routing and authentication
   // on the I/O threads (document_cache.h). Other nodes may write a
   // PostgreSQL database too: their changes are seen within kDocumentMaxAge.
-  server::DocumentCache documents(
+  s.documents.emplace(
       ctx.accounts,
-      {.max_age = cli.database.empty() ? std::chrono::milliseconds(0) : kDocumentMaxAge});
-  ctx.documents = &documents;
+      server::DocumentCache::Options{.max_age = cli.database.empty() ? std::chrono::milliseconds(0)
+                                                                     : kDocumentMaxAge});
+  ctx.documents = &*s.documents;
   // Before the io_contexts: sessions, which give their bytes back when
   // destroyed, go with them.
-  server::BodyBudget body_budget(kBodyMemory);
-  ctx.body_budget = &body_budget;
-  server::ResponseBudget response_budget(kResponseMemory);
-  ctx.response_budget = &response_budget;
-  server::SetConnectionLimits({.max_connections = cli.max_connections,
-                               .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
-                               .request_timeout = std::chrono::seconds(cli.request_timeout_s)});
+  s.body_budget.emplace(kBodyMemory);
+  ctx.body_budget = &*s.body_budget;
+  s.response_budget.emplace(kResponseMemory);
+  ctx.response_budget = &*s.response_budget;
+  return 0;
+}
 
+// The I/O threads' io_contexts (not run yet), the blocking pool, and the
+// listener, bound and accepting. 0, or the exit status.
+int StartListening(const server::CliOptions& cli, Server& s) {
   // One I/O thread per CPU this process may run on (taskset/cgroup pinning
   // included): more would only contend for the same cores. Each runs its
   // own io_context, and a connection lives on one of them (Listener).
-  unsigned threads = storage::UsableCpus();
-  std::vector<std::unique_ptr<boost::asio::io_context>> workers;
+  const unsigned threads = storage::UsableCpus();
   std::vector<boost::asio::io_context*> worker_ptrs;
-  // Guards keep an io_context without connections running until stopped.
-  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards;
   for (unsigned i = 0; i < threads; ++i) {
-    workers.push_back(std::make_unique<boost::asio::io_context>(1));
-    worker_ptrs.push_back(workers.back().get());
-    guards.push_back(boost::asio::make_work_guard(*workers.back()));
+    s.workers.push_back(std::make_unique<boost::asio::io_context>(1));
+    worker_ptrs.push_back(s.workers.back().get());
+    s.guards.push_back(boost::asio::make_work_guard(*s.workers.back()));
   }
-  boost::asio::io_context& ioc = *workers.front();
   // Requests that can wait on storage run here: up to kBlockingThreads at
   // once, each on a reader connection or waiting for one.
-  server::BlockingPool blocking_pool(kInitialBlockingThreads, kBlockingThreads);
-  ctx.blocking_pool = &blocking_pool;
-  auto listener = std::make_shared<server::Listener>(worker_ptrs, ctx, tls.get());
-  if (std::string err = listener->Open(cli.host, cli.port); !err.empty()) {
+  s.blocking_pool.emplace(kInitialBlockingThreads, kBlockingThreads);
+  s.ctx.blocking_pool = &*s.blocking_pool;
+  const server::ConnectionLimits limits{
+      .max_connections = cli.max_connections,
+      .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
+      .request_timeout = std::chrono::seconds(cli.request_timeout_s)};
+  s.listener = std::make_shared<server::Listener>(worker_ptrs, s.ctx, limits, s.tls.get());
+  if (std::string err = s.listener->Open(cli.host, cli.port); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
     return 1;
   }
-  listener->Run();
+  s.listener->Run();
+  return 0;
+}
 
-  // Graceful shutdown: stop accepting, let in-flight requests finish (up to
-  // a few seconds), then stop; the store checkpoints when destroyed.
+// The line clients and scripts wait for: where the server listens (and its
+// explorer).
+void PrintListening(const server::CliOptions& cli, const Server& s) {
+  std::string host = cli.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n",
+              s.tls ? "https" : "http", host.c_str(), s.listener->port());
+  if (s.ctx.options.explorer) {
+    std::printf("Cerulean Table service explorer is available at %s\n",
+                server::ExplorerUrl(s.tls != nullptr, cli.host, s.listener->port()).c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Runs the I/O threads until the server is shut down (SIGINT/SIGTERM, or
+// the end of stdin with --exitWithParent), then drained: accepting stops,
+// in-flight requests finish (for up to a few seconds), and the io_contexts
+// stop.
+void RunUntilDrained(const server::CliOptions& cli, Server& s) {
+  boost::asio::io_context& ioc = *s.workers.front();
   server::ShutdownSignals signals(ioc);
   boost::asio::steady_timer drain(ioc);
   auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
   std::function<void()> wait_drained = [&] {
-    if (listener->sessions().InFlight() == 0 || std::chrono::steady_clock::now() > *deadline) {
-      for (auto& worker : workers) worker->stop();
+    if (s.listener->sessions().InFlight() == 0 || std::chrono::steady_clock::now() > *deadline) {
+      for (auto& worker : s.workers) worker->stop();
       return;
     }
     drain.expires_after(std::chrono::milliseconds(10));
@@ -427,9 +484,9 @@ int Serve(const server::CliOptions& cli) {
   bool stopping = false;
   std::function<void()> shut_down = [&] {
     if (std::exchange(stopping, true)) return;
-    listener->Stop();
-    prefetcher.Stop();
-    listener->sessions().RequestClose();
+    s.listener->Stop();
+    s.prefetcher.Stop();
+    s.listener->sessions().RequestClose();
     *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     wait_drained();
   };
@@ -437,25 +494,28 @@ int Serve(const server::CliOptions& cli) {
   std::optional<server::ParentWatch> parent_watch;
   if (cli.exit_with_parent) parent_watch.emplace(ioc, shut_down);
 
-  std::string host = cli.host;
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n",
-              tls ? "https" : "http", host.c_str(), listener->port());
-  if (ctx.options.explorer) {
-    std::printf("Cerulean Table service explorer is available at %s\n",
-                server::ExplorerUrl(tls != nullptr, cli.host, listener->port()).c_str());
-  }
-  std::fflush(stdout);
+  PrintListening(cli, s);
 
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i)
-    pool.emplace_back([&worker = *workers[i]] { RunGuarded(worker); });
+  for (size_t i = 1; i < s.workers.size(); ++i)
+    pool.emplace_back([&worker = *s.workers[i]] { RunGuarded(worker); });
   RunGuarded(ioc);
   for (auto& t : pool) t.join();
-  blocking_pool.Join();
+}
+
+int Serve(const server::CliOptions& cli) {
+  Server s;
+  // HTTPS and OAuth first: a bad certificate should not touch the store.
+  if (int status = OpenTls(cli, s)) return status;
+  if (int status = OpenAccountsAndStore(cli, s)) return status;
+  if (int status = BuildServices(cli, s)) return status;
+  if (int status = StartListening(cli, s)) return status;
+  RunUntilDrained(cli, s);
+  s.blocking_pool->Join();
   // Writes still committing hand their completions to the (stopped)
-  // io_context: let them finish while it still exists.
-  ctx.store->Flush();
+  // io_contexts: let them finish while those still exist. The store
+  // checkpoints when destroyed.
+  s.ctx.store->Flush();
   return 0;
 }
 

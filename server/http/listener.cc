@@ -19,13 +19,13 @@ constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 }  // namespace
 
 Listener::Listener(std::vector<net::io_context*> workers, const ServerContext& ctx,
-                   net::ssl::context* tls)
+                   const ConnectionLimits& limits, net::ssl::context* tls)
     : workers_(std::move(workers)),
       acceptor_(*workers_.front()),
       backoff_(*workers_.front()),
       ctx_(ctx),
       tls_(tls),
-      sessions_(std::make_shared<SessionGroup>()) {}
+      sessions_(std::make_shared<SessionGroup>(limits)) {}
 
 std::string Listener::Open(const std::string& host, unsigned short port) {
   boost::system::error_code ec;
@@ -94,22 +94,23 @@ bool Listener::IsExhaustion(boost::system::error_code ec) {
 
 void Listener::OnAccept(boost::system::error_code ec, ConnectionSocket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  ConnectionRegistry& connections = sessions_->connections();
   try {
     if (ec && IsExhaustion(ec)) {
       // Accepting again at once would fail at once: a busy loop. A waiting
       // connection gives its descriptor back; the next try comes after a
       // pause, and the log says so once per interval.
-      accept_log_.Log("accept: " + ec.message() + " (" + std::to_string(Connection::Count()) +
+      accept_log_.Log("accept: " + ec.message() + " (" + std::to_string(connections.Count()) +
                       " connections open); pausing accept");
-      bool evicted = Connection::EvictLongestWaiting();
+      bool evicted = connections.EvictLongestWaiting();
       RetryLater(evicted ? kAcceptRetryAfterEviction : kAcceptBackoff);
       return;
     }
     if (ec) {
       accept_log_.Log("accept: " + ec.message());
-    } else if (Connection::Count() >= GetConnectionLimits().max_connections &&
-               !Connection::EvictLongestWaiting()) {
-      limit_log_.Log("connection limit (" + std::to_string(GetConnectionLimits().max_connections) +
+    } else if (connections.Count() >= sessions_->limits().max_connections &&
+               !connections.EvictLongestWaiting()) {
+      limit_log_.Log("connection limit (" + std::to_string(sessions_->limits().max_connections) +
                      ") reached and every connection is busy; closing new connections");
       boost::system::error_code ignored;
       socket.close(ignored);

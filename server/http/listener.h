@@ -32,17 +32,19 @@ class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // Accepts on `workers[0]`; each connection runs on one of `workers`, each
   // of which must be run by exactly one thread.
+  // Its connections keep to `limits`.
   // REQUIRES: `workers` is not empty; they, `tls` (null for plain HTTP) and
   // `ctx` outlive the listener and its sessions.
   Listener(std::vector<boost::asio::io_context*> workers, const ServerContext& ctx,
-           boost::asio::ssl::context* tls = nullptr);
+           const ConnectionLimits& limits = {}, boost::asio::ssl::context* tls = nullptr);
   // Binds and listens; returns an error message on failure.
   std::string Open(const std::string& host, unsigned short port);
   unsigned short port() const;
   void Run();
   // Stops accepting new connections.
   void Stop();
-  // The sessions of this listener's connections (requests in flight, close).
+  // The sessions of this listener's connections (limits, open connections,
+  // requests in flight, close).
   SessionGroup& sessions() { return *sessions_; }
 
  private:

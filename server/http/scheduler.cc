@@ -133,9 +133,11 @@ void Complete(const ServerContext& ctx, AsyncRequest& a, HttpResponse res) {
 
 // Answers of writes that the store's thread holds back until the last
 // callback of its run (ApplyOutcome::more_in_batch), then hands to each I/O
-// thread at once. Posting each answer on its own woke the I/O thread once
-// per write: on a shared core it preempted the store's thread at every post,
-// ~2 context switches and an epoll round per insert (perf sched timehist).
+// thread at once, so that a run of commits wakes each I/O thread once rather
+// than once per write. The queue is per thread because the hint is: a run is
+// the callbacks that one store thread makes in a row, and only that thread
+// knows where it ends. Two stores (two servers in one process) call back on
+// their own threads and never share a queue.
 struct HeldAnswer {
   boost::asio::any_io_executor executor;
   std::function<void()> run;

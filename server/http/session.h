@@ -13,11 +13,16 @@
 // an operation that reads none) has the body dropped as it arrives, which
 // costs no memory, and keeps its connection; one whose client waits for
 // 100 Continue gets its answer instead, and the connection is closed.
+// Where the pieces are: session.cc holds the request loop (read the head,
+// hand it to the router, write the answer, keep alive); session_body.cc
+// reads an admitted body (100 Continue, the minimum rate) or drops an
+// unread one; session_body_budget.cc takes its room from the body budget;
+// session_drain.cc refuses an oversized request and drains it before
+// closing; session_transports.cc holds PlainSession and TlsSession.
 // Thread-safety: a session runs on one I/O thread's io_context, which that
 // thread alone runs (Listener).
 #pragma once
 
-#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -27,121 +32,20 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "server/http/connection_registry.h"
 #include "server/http/request_parser.h"
 #include "server/http/router.h"
 #include "server/http/scheduler.h"
+#include "server/http/session_group.h"
 #include "server/protocol/request.h"
 #include "server/protocol/response_budget.h"
 
 namespace cerulean::server {
-
-// Limits on connections, set once by main before the listener runs.
-struct ConnectionLimits {
-  // Open connections; at the cap, a new connection replaces the one that
-  // has waited longest for its next request, or is closed if none waits.
-  size_t max_connections = 1000;
-  // Time a connection has to begin its next request (send its request line,
-  // or its whole header if the first bytes do not hold the request line),
-  // after connecting or after its previous response (idle keep-alive).
-  std::chrono::seconds keep_alive_timeout{60};
-  // Time it then has to send the rest of that request (headers and body):
-  // slow senders (slowloris) are closed when it runs out. A body waiting
-  // for the body budget waits at most this long, then gets 503 ServerBusy.
-  std::chrono::seconds request_timeout{60};
-};
-void SetConnectionLimits(const ConnectionLimits& limits);
-const ConnectionLimits& GetConnectionLimits();
-
-// Writes at most one line per interval to stderr and says how many it
-// dropped meanwhile, so that a flood of failures cannot flood the log.
-// Thread-safety: Log may be called from any thread.
-class ThrottledLog {
- public:
-  explicit ThrottledLog(std::chrono::steady_clock::duration interval) : interval_(interval) {}
-  void Log(const std::string& line);
-
- private:
-  const std::chrono::steady_clock::duration interval_;
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point next_{};  // guarded by mu_
-  size_t dropped_ = 0;                            // guarded by mu_
-};
-
-// What a listener's sessions share: the requests they are answering (for
-// the drain on shutdown, and the load each request is told about:
-// Request::in_flight) and whether they were asked to close.
-// Thread-safety: every member may be used from any thread.
-class SessionGroup {
- public:
-  // Requests read but not yet fully answered.
-  int InFlight() const { return in_flight_.load(std::memory_order_relaxed); }
-  // Ends every open keep-alive connection once its in-flight request is
-  // done.
-  void RequestClose() { closing_.store(true, std::memory_order_relaxed); }
-  bool closing() const { return closing_.load(std::memory_order_relaxed); }
-  // A request begins (returns the count with it) or ends.
-  int Begin() { return in_flight_.fetch_add(1, std::memory_order_relaxed) + 1; }
-  void End() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
-
- private:
-  std::atomic<int> in_flight_{0};
-  std::atomic<bool> closing_{false};
-};
-
-// An open connection, counted and registered from construction to
-// destruction so that the listener can enforce ConnectionLimits.
-// Thread-safety: the registry functions may be called from any thread; the
-// rest belongs to the connection's I/O thread.
-class Connection {
- public:
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  // Open connections.
-  static size_t Count();
-  // Closes the connection that has waited longest for its next request (or
-  // the rest of one), or for its client to read its answer: a connection
-  // whose answer has been written for kStalledWriteMs without being taken
-  // counts as waiting, from when the write began. False iff no connection
-  // is waiting.
-  static bool EvictLongestWaiting();
-  static constexpr std::int64_t kStalledWriteMs = 1000;
-
- protected:
-  Connection();
-  virtual ~Connection();
-  // Waiting for a request (since now), or answering one. Cheap: a clock
-  // read of the coarse clock and a relaxed store.
-  void SetWaiting(bool waiting);
-  // When SetWaiting(true) was last called (coarse ms; kEvicted, 0 too).
-  std::int64_t waiting_since_ms() const {
-    return waiting_since_ms_.load(std::memory_order_relaxed);
-  }
-  // Writing an answer (since now), or done writing it.
-  void SetWriting(bool writing);
-  // True iff chosen for eviction while waiting (or writing), and still
-  // waiting (writing).
-  bool evicted() const {
-    return waiting_since_ms_.load(std::memory_order_relaxed) == kEvicted ||
-           writing_since_ms_.load(std::memory_order_relaxed) == kEvicted;
-  }
-
- private:
-  // A strong reference, or null if the connection is being destroyed.
-  virtual std::shared_ptr<Connection> Share() = 0;
-  // Closes the connection on its own I/O thread iff it still waits then.
-  virtual void Evict() = 0;
-
-  static constexpr std::int64_t kEvicted = -1;
-  std::atomic<std::int64_t> waiting_since_ms_{0};  // 0: not waiting; kEvicted
-  std::atomic<std::int64_t> writing_since_ms_{0};  // 0: not writing; kEvicted
-  size_t index_ = 0;                               // in the registry, guarded by its mutex
-};
 
 // A connection's executor, socket and stream, with the concrete executor
 // type: with any_io_executor every copy of an executor (many per request in
@@ -161,7 +65,10 @@ template <class Derived>
 class HttpSession : public Connection {
  protected:
   HttpSession(const ServerContext& ctx, std::shared_ptr<SessionGroup> group, std::string peer)
-      : ctx_(ctx), group_(std::move(group)), peer_(std::move(peer)) {
+      : Connection(std::shared_ptr<ConnectionRegistry>(group, &group->connections())),
+        ctx_(ctx),
+        group_(std::move(group)),
+        peer_(std::move(peer)) {
     LimitReadBuffer(buffer_);
     if (ctx_.response_budget != nullptr) response_hold_.emplace(ctx_.response_budget);
   }
@@ -244,6 +151,9 @@ class HttpSession : public Connection {
   // Answers 414/431 when the request line or headers exceed the limit, then
   // drains and closes.
   void RejectHeaderTooLarge();
+  // Drains (DoDrain) under one deadline for the whole drain, so that a
+  // client that trickles cannot keep the connection.
+  void StartDrain();
   // Reads and drops up to drain_left_ bytes (until EOF), then closes.
   void DoDrain();
   void OnDrain(boost::beast::error_code ec, std::size_t bytes);
@@ -282,6 +192,27 @@ class HttpSession : public Connection {
   bool large_bodies_ = false;
   bool in_flight_ = false;  // counted in group_
 };
+
+template <class Derived>
+template <class F>
+void HttpSession<Derived>::Guard(const char* what, F&& f) noexcept {
+  try {
+    f();
+    return;
+  } catch (const std::exception& e) {
+    try {
+      group_->failure_log().Log("connection from " + peer_ + ": " + what + ": " + e.what() +
+                                "; connection closed");
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      group_->failure_log().Log("connection from " + peer_ + ": " + what + ": unknown exception");
+    } catch (...) {
+    }
+  }
+  CloseNow();
+}
 
 // Plain HTTP over TCP.
 class PlainSession : public HttpSession<PlainSession>,

@@ -1,7 +1,5 @@
-// Tests of the connection registry behind --maxConnections (without
-// sockets: connections here only record their eviction), and of how a
-// session reads a request over a real socket: the head first, the body only
-// for an admitted request and within the body budget.
+// Tests of how a session reads a request over a real socket: the head
+// first, the body only for an admitted request and within the body budget.
 #include "server/http/session.h"
 
 #include <doctest/doctest.h>
@@ -28,89 +26,13 @@ namespace cerulean::server {
 
 namespace {
 
-class FakeConnection : public Connection, public std::enable_shared_from_this<FakeConnection> {
- public:
-  void Wait(bool waiting) { SetWaiting(waiting); }
-  void Write(bool writing) { SetWriting(writing); }
-  bool evicted_now() const { return evicted(); }
-  int evictions = 0;
-
- private:
-  std::shared_ptr<Connection> Share() override { return weak_from_this().lock(); }
-  void Evict() override { ++evictions; }
-};
-
-// Lets the coarse clock (a few ms per tick) move on.
-void Tick() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
-
-}  // namespace
-
-TEST_CASE("connections are counted while they exist") {
-  size_t before = Connection::Count();
-  {
-    auto a = std::make_shared<FakeConnection>();
-    auto b = std::make_shared<FakeConnection>();
-    CHECK(Connection::Count() == before + 2);
-    a.reset();
-    CHECK(Connection::Count() == before + 1);
-  }
-  CHECK(Connection::Count() == before);
-}
-
-TEST_CASE("eviction picks the connection that has waited longest, never a busy one") {
-  auto busy = std::make_shared<FakeConnection>();
-  auto old_waiter = std::make_shared<FakeConnection>();
-  auto new_waiter = std::make_shared<FakeConnection>();
-  CHECK_FALSE(Connection::EvictLongestWaiting());  // nobody waits
-  old_waiter->Wait(true);
-  Tick();
-  new_waiter->Wait(true);
-  CHECK(Connection::EvictLongestWaiting());
-  CHECK(old_waiter->evictions == 1);
-  CHECK(old_waiter->evicted_now());
-  CHECK(new_waiter->evictions == 0);
-  // The evicted one is not picked twice; then nobody is left.
-  CHECK(Connection::EvictLongestWaiting());
-  CHECK(new_waiter->evictions == 1);
-  CHECK_FALSE(Connection::EvictLongestWaiting());
-  CHECK(busy->evictions == 0);
-  // A connection that started answering a request since is no longer marked.
-  new_waiter->Wait(false);
-  CHECK_FALSE(new_waiter->evicted_now());
-}
-
-TEST_CASE("eviction takes a connection whose answer has not been read for a while") {
-  auto fresh_writer = std::make_shared<FakeConnection>();
-  auto stalled_writer = std::make_shared<FakeConnection>();
-  stalled_writer->Write(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(Connection::kStalledWriteMs + 50));
-  fresh_writer->Write(true);
-  auto waiter = std::make_shared<FakeConnection>();
-  Tick();
-  waiter->Wait(true);
-  // Oldest first: the writer stalled since before the waiter began waiting.
-  CHECK(Connection::EvictLongestWaiting());
-  CHECK(stalled_writer->evictions == 1);
-  CHECK(stalled_writer->evicted_now());
-  CHECK(Connection::EvictLongestWaiting());
-  CHECK(waiter->evictions == 1);
-  // A writer whose answer has just begun is busy, not evictable.
-  CHECK_FALSE(Connection::EvictLongestWaiting());
-  CHECK(fresh_writer->evictions == 0);
-  // Done writing since: no longer marked.
-  stalled_writer->Write(false);
-  CHECK_FALSE(stalled_writer->evicted_now());
-}
-
-namespace {
-
 namespace net = boost::asio;
 
-// A server on a loopback port with a body budget of `budget` bytes, run by
-// one I/O thread.
+// A server on a loopback port with a body budget of `budget` bytes and
+// connection limits `limits`, run by one I/O thread.
 class SocketServer {
  public:
-  explicit SocketServer(size_t budget)
+  explicit SocketServer(size_t budget, const ConnectionLimits& limits = {})
       : store_(testing::OpenMemoryStore()), budget_(budget), pool_(2, 4) {
     REQUIRE(ctx_.accounts.AddDefault());
     ctx_.store = store_.get();
@@ -119,7 +41,7 @@ class SocketServer {
     ctx_.blocking_pool = &pool_;
     ctx_.body_budget = &budget_;
     REQUIRE(store_->CreateTable("devstoreaccount1", "bodies").ok());
-    listener_ = std::make_shared<Listener>(std::vector<net::io_context*>{&io_}, ctx_);
+    listener_ = std::make_shared<Listener>(std::vector<net::io_context*>{&io_}, ctx_, limits);
     REQUIRE(listener_->Open("127.0.0.1", 0).empty());
     listener_->Run();
     thread_ = std::thread([this] { io_.run(); });
@@ -265,29 +187,24 @@ TEST_CASE("an admitted body waits for the budget, without being read, and then g
 }
 
 TEST_CASE("a body that waits for the budget longer than the request timeout gets 503") {
-  const ConnectionLimits saved = GetConnectionLimits();
-  ConnectionLimits limits = saved;
+  ConnectionLimits limits;
   limits.request_timeout = std::chrono::seconds(1);
-  SetConnectionLimits(limits);
-  {
-    SocketServer server(1000);
-    // The first insert holds its body's bytes for 3 s after it was read.
-    FaultInjector faults;
-    std::vector<FaultRule> rules;
-    REQUIRE_FALSE(ParseFaultRules(R"({"rules":[{"operation":"InsertEntity","delayMs":3000}]})",
-                                  "devstoreaccount1", true, &rules));
-    faults.Set(std::move(rules));
-    server.SetFaults(&faults);
-    Client first(server.port());
-    first.Send(InsertHead(server.ctx(), 800, true, false) + EntityBody("first", 800));
-    Client second(server.port());
-    second.Send(InsertHead(server.ctx(), 800, true, true));
-    const std::string answer = second.Receive(5000, "\r\n\r\n");
-    CHECK(answer.starts_with("HTTP/1.1 503 "));
-    CHECK(answer.find("x-ms-error-code: ServerBusy") != std::string::npos);
-    CHECK(first.Receive(5000, "\r\n\r\n").starts_with("HTTP/1.1 204 "));
-  }
-  SetConnectionLimits(saved);
+  SocketServer server(1000, limits);
+  // The first insert holds its body's bytes for 3 s after it was read.
+  FaultInjector faults;
+  std::vector<FaultRule> rules;
+  REQUIRE_FALSE(ParseFaultRules(R"({"rules":[{"operation":"InsertEntity","delayMs":3000}]})",
+                                "devstoreaccount1", true, &rules));
+  faults.Set(std::move(rules));
+  server.SetFaults(&faults);
+  Client first(server.port());
+  first.Send(InsertHead(server.ctx(), 800, true, false) + EntityBody("first", 800));
+  Client second(server.port());
+  second.Send(InsertHead(server.ctx(), 800, true, true));
+  const std::string answer = second.Receive(5000, "\r\n\r\n");
+  CHECK(answer.starts_with("HTTP/1.1 503 "));
+  CHECK(answer.find("x-ms-error-code: ServerBusy") != std::string::npos);
+  CHECK(first.Receive(5000, "\r\n\r\n").starts_with("HTTP/1.1 204 "));
 }
 
 }  // namespace cerulean::server

@@ -1,0 +1,33 @@
+#include "server/http/response_serializer.h"
+
+namespace cerulean::server {
+
+void SerializeResponse(const HttpResponse& res, std::string* out) {
+  bool copy_body = res.body().size() <= kCopiedBodyBytes;
+  out->clear();
+  out->reserve(512 + (copy_body ? res.body().size() : 0));
+  // Lengths spelled out: append(const char*) costs a strlen per call
+  // whenever the compiler does not inline it.
+  out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
+  unsigned code = res.result_int();
+  char digits[3] = {static_cast<char>('0' + code / 100 % 10),
+                    static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10)};
+  out->append(digits, 3);
+  out->push_back(' ');
+  std::string_view reason = res.reason();
+  if (reason.empty()) reason = http::obsolete_reason(res.result());
+  out->append(reason);
+  out->append("\r\n", 2);
+  for (const auto& field : res) {
+    std::string_view name = field.name_string();
+    std::string_view value = field.value();
+    out->append(name);
+    out->append(": ", 2);
+    out->append(value);
+    out->append("\r\n", 2);
+  }
+  out->append("\r\n", 2);
+  if (copy_body) out->append(res.body());
+}
+
+}  // namespace cerulean::server
