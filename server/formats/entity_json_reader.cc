@@ -263,7 +263,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
   if (!type) {
     switch (m.kind) {
       case Member::Kind::kString:
-        *out = Value::String(std::string(m.text));
+        out->AssignString(m.text);
         break;
       case Member::Kind::kBool:
         *out = Value::Boolean(m.b);
@@ -290,7 +290,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
     switch (*type) {
       case EdmType::kString:
         if (m.kind != Member::Kind::kString) return invalid();
-        *out = Value::String(std::string(m.text));
+        out->AssignString(m.text);
         break;
       case EdmType::kBoolean:
         if (m.kind == Member::Kind::kBool)
