@@ -519,10 +519,10 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
         entity->row_key = m.text;
         break;
       case BodyProperty::kValue: {
-        // Converted in place (no temporary Property to move and destroy).
-        storage::Property& p = entity->properties.emplace_back();
+        // Made in place, its name constructed, its value converted into it
+        // (no temporary Property to move and destroy).
+        storage::Property& p = entity->properties.emplace_back(std::string(m.name));
         if (auto err = ConvertValue(m, type, &p.value)) return err;
-        p.name.assign(m.name);
         break;
       }
     }
