@@ -62,9 +62,39 @@ bool HasControlChar(std::string_view s) {
       [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7F; });
 }
 
+namespace {
+
+// `w` with its bytes A-Z lowered, eight at a time: a byte gets 0x20 iff it
+// is below 0x80, at least 'A' and not above 'Z' (the sums do not carry
+// from one byte into the next: each byte's low seven bits plus 0x3F stay
+// below 0x100).
+constexpr uint64_t SwarToLower(uint64_t w) {
+  const uint64_t low7 = w & ~kSwarHigh;
+  const uint64_t at_least_a = low7 + kSwarOnes * (0x80 - 'A');
+  const uint64_t above_z = low7 + kSwarOnes * (0x80 - 'Z' - 1);
+  const uint64_t upper = at_least_a & ~above_z & ~w & kSwarHigh;
+  return w | (upper >> 2);
+}
+
+}  // namespace
+
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
+  const size_t n = a.size();
+  if (n >= 8) {
+    // Whole words, then the last eight bytes as one (overlapping bytes
+    // compared already).
+    auto word = [](std::string_view s, size_t at) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + at, 8);
+      return SwarToLower(w);
+    };
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      if (word(a, i) != word(b, i)) return false;
+    }
+    return word(a, n - 8) == word(b, n - 8);
+  }
+  for (size_t i = 0; i < n; ++i) {
     char x = a[i], y = b[i];
     if (x >= 'A' && x <= 'Z') x += 32;
     if (y >= 'A' && y <= 'Z') y += 32;

@@ -29,4 +29,37 @@ TEST_CASE("HasLineBreak and HasControlChar agree with a byte-by-byte check") {
   }
 }
 
+TEST_CASE("IEquals agrees with a byte-by-byte ASCII case fold") {
+  auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  auto reference = [&](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (fold(a[i]) != fold(b[i])) return false;
+    }
+    return true;
+  };
+  // Every pair of bytes at a position of a short name, of a whole word, and
+  // of the last partial word of a longer one.
+  for (size_t size : {5u, 8u, 13u}) {
+    for (size_t at : {size_t{0}, size - 1, size / 2}) {
+      std::string a(size, 'k'), b(size, 'K');
+      for (int x = 0; x < 256; ++x) {
+        for (int y = 0; y < 256; ++y) {
+          a[at] = static_cast<char>(x);
+          b[at] = static_cast<char>(y);
+          CAPTURE(size);
+          CAPTURE(at);
+          CAPTURE(x);
+          CAPTURE(y);
+          REQUIRE(IEquals(a, b) == reference(a, b));
+        }
+      }
+    }
+  }
+  CHECK(IEquals("x-ms-client-request-id", "X-MS-Client-Request-ID"));
+  CHECK_FALSE(IEquals("x-ms-client-request-id", "X-MS-Client-Request-IE"));
+  CHECK_FALSE(IEquals("Content-Type", "Content-Typ"));
+  CHECK(IEquals("", ""));
+}
+
 }  // namespace cerulean::server

@@ -35,6 +35,13 @@ TEST_CASE("Base64Decode reads back Base64Encode and refuses what is not base64")
   CHECK(Base64Decode("T===") == std::nullopt);  // three padding characters
   CHECK(Base64Decode("TWE=TWE=") == std::nullopt);
   CHECK(Base64Decode("TW=E") == std::nullopt);
+  // Bits past the last whole byte are dropped, whatever they are.
+  CHECK(Base64Decode("TR==") == "M");
+  CHECK(Base64Decode("TR") == "M");
+  CHECK(Base64Decode("TWF=") == "Ma");
+  CHECK(Base64Decode("TWF") == "Ma");
+  CHECK(Base64Decode("////") == "\xff\xff\xff");
+  CHECK(Base64Decode("+/+/") == "\xfb\xff\xbf");
 }
 
 }  // namespace cerulean::server

@@ -115,7 +115,13 @@ class FlatObjectSax : public nlohmann::json_sax<nlohmann::json> {
 
 // The members of a flat JSON object and the buffers their views point into.
 struct FlatObject {
-  std::vector<Member> members;
+  FlatObject() = default;
+  FlatObject(const FlatObject&) = delete;  // `members` may point into it
+  FlatObject& operator=(const FlatObject&) = delete;
+
+  // `own_members`, or the vector kept per thread (see ParseFlatObject).
+  std::vector<Member>* members = &own_members;
+  std::vector<Member> own_members;
   // A parser of this object's own, for a large body (else the thread's).
   std::optional<simdjson::dom::parser> parser;
   std::string padded;
@@ -133,7 +139,8 @@ std::optional<ErrorReply> ParseFlatObjectWithNumbersAsDoubles(std::string_view b
   bool ok = nlohmann::json::sax_parse(body.begin(), body.end(), &sax,
                                       nlohmann::json::input_format_t::json, true);
   if (!ok || sax.nested || sax.depth() != 0) return ErrorReply(AzureError::kInvalidInput);
-  out->members = std::move(sax.members);
+  out->own_members = std::move(sax.members);
+  out->members = &out->own_members;
   return std::nullopt;
 }
 
@@ -141,11 +148,17 @@ std::optional<ErrorReply> ParseFlatObjectWithNumbersAsDoubles(std::string_view b
 // buffers are reused); larger ones by a parser of their own, so that no
 // thread keeps megabytes after one large request.
 constexpr size_t kReusedParserBytes = 64 * 1024;
+// Objects of up to this many members are read into a vector kept per
+// thread (an entity's members would otherwise take a heap block of a
+// kilobyte or more per body, past malloc's per-thread cache); larger ones
+// into their own.
+constexpr size_t kReusedMembers = 256;
 
 // Parses `body` as one flat JSON object (RFC 8259, strict: valid UTF-8, no
 // trailing content); nested objects and arrays are refused. simdjson
 // (profiled: nlohmann's SAX lexer was a third of an insert's instructions).
-// The members view buffers of `*out` or of the thread's parser: they are
+// The members (*out->members: a vector of `*out` or one kept per thread)
+// and the buffers they view (of `*out` or of the thread's parser) are
 // valid until `*out` is destroyed or this thread parses again.
 std::optional<ErrorReply> ParseFlatObject(std::string_view body, FlatObject* out) {
   const ErrorReply invalid(AzureError::kInvalidInput);
@@ -164,9 +177,12 @@ std::optional<ErrorReply> ParseFlatObject(std::string_view body, FlatObject* out
   if (error == simdjson::NUMBER_ERROR) return ParseFlatObjectWithNumbersAsDoubles(body, out);
   simdjson::dom::object object;
   if (error || document.get_object().get(object)) return invalid;
-  std::vector<Member>& members = out->members;
+  thread_local std::vector<Member> reused_members;
+  const size_t size = object.size();
+  out->members = size <= kReusedMembers ? &reused_members : &out->own_members;
+  std::vector<Member>& members = *out->members;
   members.clear();
-  members.reserve(object.size());
+  members.reserve(size);
   for (simdjson::dom::key_value_pair field : object) {
     Member& m = members.emplace_back();
     m.name = field.key;
@@ -247,7 +263,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
   if (!type) {
     switch (m.kind) {
       case Member::Kind::kString:
-        *out = Value::String(std::string(m.text));
+        out->AssignString(m.text);
         break;
       case Member::Kind::kBool:
         *out = Value::Boolean(m.b);
@@ -274,7 +290,7 @@ std::optional<ErrorReply> ConvertValue(const Member& m, std::optional<EdmType> t
     switch (*type) {
       case EdmType::kString:
         if (m.kind != Member::Kind::kString) return invalid();
-        *out = Value::String(std::string(m.text));
+        out->AssignString(m.text);
         break;
       case EdmType::kBoolean:
         if (m.kind == Member::Kind::kBool)
@@ -370,7 +386,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
                                           Entity* entity) {
   FlatObject object;
   if (auto err = ParseFlatObject(body, &object)) return err;
-  std::vector<Member>& members = object.members;
+  std::vector<Member>& members = *object.members;
 
   // Index members and annotations (by the name they annotate) by the hash
   // of the name, strings compared only when hashes are equal (sorting the
@@ -503,10 +519,10 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
         entity->row_key = m.text;
         break;
       case BodyProperty::kValue: {
-        // Converted in place (no temporary Property to move and destroy).
-        storage::Property& p = entity->properties.emplace_back();
+        // Made in place, its name constructed, its value converted into it
+        // (no temporary Property to move and destroy).
+        storage::Property& p = entity->properties.emplace_back(std::string(m.name));
         if (auto err = ConvertValue(m, type, &p.value)) return err;
-        p.name.assign(m.name);
         break;
       }
     }
@@ -517,7 +533,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
 std::optional<ErrorReply> ParseTableBody(std::string_view body, std::string* table_name) {
   FlatObject object;
   if (auto err = ParseFlatObject(body, &object)) return err;
-  for (const Member& m : object.members) {
+  for (const Member& m : *object.members) {
     if (m.name != "TableName") continue;
     if (m.kind == Member::Kind::kNull) return ErrorReply(AzureError::kPropertiesNeedValue);
     if (m.kind != Member::Kind::kString) return ErrorReply(AzureError::kInvalidInput);

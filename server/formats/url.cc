@@ -1,6 +1,8 @@
 #include "server/formats/url.h"
 
 #include <array>
+#include <cstdint>
+#include <cstring>
 
 namespace cerulean::server {
 
@@ -39,6 +41,26 @@ bool IsPlainComponent(std::string_view s, bool in_query) {
     return false;
   }
   return true;
+}
+
+// The position of the first '%' (or '+', if `plus` too) of `s` at or after
+// `from`, or s.size(); eight bytes at a time.
+size_t FindEscapeOrPlus(std::string_view s, size_t from, bool plus) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  // Nonzero iff some byte of w is zero.
+  auto has_zero = [](uint64_t w) { return (w - kOnes) & ~w & kHigh; };
+  auto special = [plus](char c) { return c == '%' || (plus && c == '+'); };
+  size_t i = from;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if ((has_zero(w ^ (kOnes * '%')) | (plus ? has_zero(w ^ (kOnes * '+')) : 0)) != 0) break;
+  }
+  for (; i < s.size(); ++i) {
+    if (special(s[i])) return i;
+  }
+  return s.size();
 }
 
 }  // namespace
@@ -104,7 +126,8 @@ bool SplitPlainAbsoluteUrl(std::string_view url, std::string_view* scheme,
 
 char* PercentDecodeTo(char* out, std::string_view s, bool plus_as_space) {
   // Hand-written: Boost.URL's validate-then-decode was a tenth of a point
-  // read's instructions (profiled with a SAS in the query string).
+  // read's instructions (profiled with a SAS in the query string). The
+  // bytes between escapes are copied as runs.
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -112,21 +135,24 @@ char* PercentDecodeTo(char* out, std::string_view s, bool plus_as_space) {
     return -1;
   };
   char* o = out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '+' && plus_as_space) {
+  size_t i = 0;
+  while (true) {
+    const size_t next = FindEscapeOrPlus(s, i, plus_as_space);
+    if (next > i) std::memcpy(o, s.data() + i, next - i);
+    o += next - i;
+    i = next;
+    if (i == s.size()) return o;
+    if (s[i] == '+') {
       *o++ = ' ';
-    } else if (c != '%') {
-      *o++ = c;
-    } else {
-      int hi = i + 2 < s.size() ? hex(s[i + 1]) : -1;
-      int lo = hi >= 0 ? hex(s[i + 2]) : -1;
-      if (lo < 0) return nullptr;  // '%' not followed by two hex digits
-      *o++ = static_cast<char>(hi * 16 + lo);
-      i += 2;
+      ++i;
+      continue;
     }
+    int hi = i + 2 < s.size() ? hex(s[i + 1]) : -1;
+    int lo = hi >= 0 ? hex(s[i + 2]) : -1;
+    if (lo < 0) return nullptr;  // '%' not followed by two hex digits
+    *o++ = static_cast<char>(hi * 16 + lo);
+    i += 3;
   }
-  return o;
 }
 
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space) {

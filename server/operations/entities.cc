@@ -613,8 +613,12 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
     res.set(http::field::etag, ETagFor(ts));
     return res;
   }
-  std::string location =
-      req.base + "/" + EntityPath(req.path.table, entity.partition_key, entity.row_key);
+  // Composed in one buffer (the chain of + made a string per step).
+  std::string location;
+  location.reserve(req.base.size() + 1 + req.path.table.size() + entity.partition_key.size() +
+                   entity.row_key.size() + 32);
+  location.append(req.base).push_back('/');
+  AppendEntityPath(&location, req.path.table, entity.partition_key, entity.row_key);
   std::string_view prefer = Header(req.http, "Prefer");
   if (prefer == "return-no-content") {
     HttpResponse res = MakeResponse(req, http::status::no_content);

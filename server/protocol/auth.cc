@@ -261,11 +261,6 @@ std::optional<ErrorReply> AuthenticateSharedKey(const ServerContext& ctx, const 
       first_sts + "'.");
 }
 
-std::string Param(const Request& req, std::string_view name) {
-  auto v = req.query.Get(name);
-  return v ? std::string(*v) : std::string();
-}
-
 // Parses an IPv4 address into a number.
 std::optional<uint32_t> ParseIpv4(std::string_view s) {
   uint32_t out = 0;
@@ -362,35 +357,91 @@ std::optional<ErrorReply> ApplyStoredPolicy(const ServerContext& ctx, Request* r
   return std::nullopt;
 }
 
+// The SAS fields of a query string, each its first value as
+// QueryParams::Get gives it, found in one pass over the parameters.
+struct SasFields {
+  std::optional<std::string_view> sig, sv, ss, srt, sp, st, se, sip, spr, ses, tn, si, spk, srk,
+      epk, erk;
+};
+
+SasFields FindSasFields(const QueryParams& query) {
+  SasFields f;
+  for (const auto& [key, value] : query.all()) {
+    std::optional<std::string_view>* field = nullptr;
+    if (key.size() == 2) {
+      if (key == "sv")
+        field = &f.sv;
+      else if (key == "ss")
+        field = &f.ss;
+      else if (key == "sp")
+        field = &f.sp;
+      else if (key == "st")
+        field = &f.st;
+      else if (key == "se")
+        field = &f.se;
+      else if (key == "tn")
+        field = &f.tn;
+      else if (key == "si")
+        field = &f.si;
+    } else if (key.size() == 3) {
+      if (key == "sig")
+        field = &f.sig;
+      else if (key == "srt")
+        field = &f.srt;
+      else if (key == "sip")
+        field = &f.sip;
+      else if (key == "spr")
+        field = &f.spr;
+      else if (key == "ses")
+        field = &f.ses;
+      else if (key == "spk")
+        field = &f.spk;
+      else if (key == "srk")
+        field = &f.srk;
+      else if (key == "epk")
+        field = &f.epk;
+      else if (key == "erk")
+        field = &f.erk;
+    }
+    if (field != nullptr && !*field) *field = value;
+  }
+  return f;
+}
+
 std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req) {
   const Account* account = ctx.accounts.Find(req->account);
   if (account == nullptr) return AuthFailed();
-  std::string sig = Param(*req, "sig");
+  const SasFields f = FindSasFields(req->query);
+  auto field = [](const std::optional<std::string_view>& v) {
+    return v.value_or(std::string_view());
+  };
+  auto param = [&](const std::optional<std::string_view>& v) { return std::string(field(v)); };
   // A literal '+' in the query decodes as a space; base64 has no spaces.
-  for (char& c : sig) {
-    if (c == ' ') c = '+';
+  std::string_view sig = field(f.sig);
+  std::string sig_with_pluses;
+  if (sig.find(' ') != std::string_view::npos) {
+    sig_with_pluses.assign(sig);
+    std::replace(sig_with_pluses.begin(), sig_with_pluses.end(), ' ', '+');
+    sig = sig_with_pluses;
   }
-  std::string sv = Param(*req, "sv");
+  std::string sv = param(f.sv);
   if (sv.size() != 10 || sv < "2012-02-12") return AuthFailed("The signed version is not valid.");
   req->version = sv;
   AuthGrant& g = req->grant;
 
-  if (req->query.Get("ss") || req->query.Get("srt")) {
+  if (f.ss || f.srt) {
     // Account SAS: the fields are read in place.
-    auto field = [req](std::string_view name) {
-      return req->query.Get(name).value_or(std::string_view());
-    };
-    std::string_view sp = field("sp"), st = field("st"), se = field("se"), sip = field("sip"),
-                     spr = field("spr"), ss = field("ss"), srt = field("srt");
-    std::string_view ses = sv >= "2020-12-06" ? field("ses") : "";
+    std::string_view sp = field(f.sp), st = field(f.st), se = field(f.se), sip = field(f.sip),
+                     spr = field(f.spr), ss = field(f.ss), srt = field(f.srt);
+    std::string_view ses = sv >= "2020-12-06" ? field(f.ses) : "";
     // Composed in one buffer: the chain of + that composed it made a
     // string per field.
     std::string sts;
     const std::string_view fields[] = {req->account, sp, ss, srt, st, se, sip, spr, sv};
     size_t size = ses.size() + 1;
-    for (std::string_view f : fields) size += f.size() + 1;
+    for (std::string_view part : fields) size += part.size() + 1;
     sts.reserve(size);
-    for (std::string_view f : fields) sts.append(f).push_back('\n');
+    for (std::string_view part : fields) sts.append(part).push_back('\n');
     if (sv >= "2020-12-06") sts.append(ses).push_back('\n');
     if (!MatchesAnyKey(*account, sts, sig)) {
       return AuthFailed("Signature did not match. String to sign used was " + sts);
@@ -405,13 +456,12 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
   }
 
   // Service SAS: a stored access policy may complete the fields.
-  std::string sp = Param(*req, "sp"), st = Param(*req, "st"), se = Param(*req, "se"),
-              sip = Param(*req, "sip"), spr = Param(*req, "spr");
-  std::string tn = Param(*req, "tn"), si = Param(*req, "si");
+  std::string sp = param(f.sp), st = param(f.st), se = param(f.se), sip = param(f.sip),
+              spr = param(f.spr);
+  std::string tn = param(f.tn), si = param(f.si);
   // A RowKey bound is refused without its PartitionKey bound, before the
   // signature is checked, as Azure refuses it (auth.md §3.1).
-  const auto spk_field = req->query.Get("spk"), srk_field = req->query.Get("srk"),
-             epk_field = req->query.Get("epk"), erk_field = req->query.Get("erk");
+  const auto spk_field = f.spk, srk_field = f.srk, epk_field = f.epk, erk_field = f.erk;
   if (srk_field && !spk_field) return AuthFailed("spk is required when srk is given.");
   if (erk_field && !epk_field) return AuthFailed("epk is required when erk is given.");
   std::string spk(spk_field.value_or("")), srk(srk_field.value_or("")), epk(epk_field.value_or("")),

@@ -1,7 +1,10 @@
 #include "server/protocol/request.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
+#include "server/formats/ascii.h"
 #include "server/formats/entity_atom.h"
 #include "server/formats/url.h"
 #include "server/protocol/error_response.h"
@@ -13,10 +16,31 @@ void QueryParams::Reserve(size_t n, size_t bytes) {
   reserved_bytes_ = bytes;
 }
 
+namespace {
+
+// True iff `s` holds a '%' or a '+', eight bytes at a time (a SAS brings
+// 200 bytes or so of parameters, most of them needing no decoding).
+bool HasEscapeOrPlus(std::string_view s) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  // Nonzero iff some byte of w is zero.
+  auto has_zero = [](uint64_t w) { return (w - kOnes) & ~w & kHigh; };
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (has_zero(w ^ (kOnes * '%')) | has_zero(w ^ (kOnes * '+'))) return true;
+  }
+  for (; i < s.size(); ++i) {
+    if (s[i] == '%' || s[i] == '+') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string_view> QueryParams::Decode(std::string_view encoded) {
-  size_t plain = 0;
-  while (plain < encoded.size() && encoded[plain] != '%' && encoded[plain] != '+') ++plain;
-  if (plain == encoded.size()) return encoded;
+  if (!HasEscapeOrPlus(encoded)) return encoded;
   // Decoding never lengthens: the output fits in encoded.size() bytes.
   if (decoded_free_ < encoded.size()) {
     const size_t size = std::max(encoded.size(), decoded_.empty() ? reserved_bytes_ : 0);
@@ -56,9 +80,19 @@ size_t QueryParams::Count(std::string_view name) const {
 }
 
 std::string_view Header(const HttpRequest& req, std::string_view name) {
-  auto it = req.find(boost::beast::string_view(name.data(), name.size()));
-  if (it == req.end()) return {};
-  return std::string_view(it->value().data(), it->value().size());
+  // The fields in their list order, lengths compared before bytes: a
+  // request has a dozen fields or so, and basic_fields::find's ordered
+  // look-up folds the case of both names at every step. Fields of one name
+  // are adjacent in that list in arrival order, so this finds the first of
+  // them, the one find returns.
+  for (const auto& field : req) {
+    const auto field_name = field.name_string();
+    if (field_name.size() == name.size() &&
+        IEquals(std::string_view(field_name.data(), field_name.size()), name)) {
+      return std::string_view(field.value().data(), field.value().size());
+    }
+  }
+  return {};
 }
 
 HttpResponse MakeResponse(const Request& req, http::status status) {

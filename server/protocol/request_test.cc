@@ -113,4 +113,31 @@ TEST_CASE("QueryParams: decoded views, of the target where nothing needs decodin
   CHECK(moved.all().back().second == "dup ");
 }
 
+TEST_CASE("QueryParams: a '+' or an escape is decoded wherever it is, other bytes stay views") {
+  // Values of 1 to 20 bytes: within, across and after eight-byte words.
+  for (size_t size = 1; size <= 20; ++size) {
+    for (size_t at = 0; at < size; ++at) {
+      std::string plus(size, 'a'), escape(size, 'a');
+      plus[at] = '+';
+      escape.replace(at, 1, "%41");
+      QueryParams q;
+      REQUIRE(q.AddEncoded("p", plus));
+      REQUIRE(q.AddEncoded("e", escape));
+      std::string want_plus(size, 'a'), want_escape(size, 'a');
+      want_plus[at] = ' ';
+      want_escape[at] = 'A';
+      CHECK(q.Get("p") == want_plus);
+      CHECK(q.Get("e") == want_escape);
+    }
+    // Bytes a bit away from '%' (0x25) and '+' (0x2B), and above 0x7F.
+    const std::string near = "$*,-e\xA5\xAB)";
+    std::string plain;
+    while (plain.size() < size) plain += near[plain.size() % near.size()];
+    QueryParams q;
+    REQUIRE(q.AddEncoded("k", plain));
+    CHECK(q.Get("k")->data() == plain.data());
+    CHECK(q.Get("k") == plain);
+  }
+}
+
 }  // namespace cerulean::server
