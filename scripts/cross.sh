@@ -180,7 +180,10 @@ setup_toolchain() {
       local zig_target
       case $target in
         linux-musl-x64) zig_target=x86_64-linux-musl openssl_target=linux-x86_64 ;;
-        linux-musl-arm64) zig_target=aarch64-linux-musl openssl_target=linux-aarch64 ;;
+        linux-musl-arm64)
+          zig_target=aarch64-linux-musl openssl_target=linux-aarch64
+          apt_install qemu-user-static # what runs it here (scripts/test.sh platforms)
+          ;;
         # The oldest macOS releases Zig's SDK stubs and Apple still support on each CPU.
         osx-arm64) zig_target=aarch64-macos.11.0 openssl_target=darwin64-arm64-cc ;;
         osx-x64) zig_target=x86_64-macos.11.0 openssl_target=darwin64-x86_64-cc ;;

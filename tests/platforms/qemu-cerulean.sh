@@ -11,5 +11,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 sysroot=/usr/aarch64-linux-gnu
-exec qemu-aarch64-static -L "$sysroot" -E LD_LIBRARY_PATH="$sysroot/lib" \
+libraries=()
+[[ -d $sysroot ]] && libraries=(-L "$sysroot" -E LD_LIBRARY_PATH="$sysroot/lib")
+exec qemu-aarch64-static "${libraries[@]}" \
   "${CERULEAN_ARM64_BIN:-$repo/build/cross/linux-arm64/cerulean}" "$@"
