@@ -277,48 +277,41 @@ void TakeCorsRules(const ServerContext& ctx, Request& req) {
   }
 }
 
-// Finishes served.response, the answer to the held request, on this
-// thread; or on the pool once the account's CORS rules were read (then the
-// answer comes later).
-void Answered(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-              void* session, Served& served) {
-  Request& req = *held.req;
+// Finishes `res`, the answer to the exchange's request, and hands it to
+// the owner on this thread; or on the pool once the account's CORS rules
+// were read (then the answer comes later).
+void Answered(const ServerContext& ctx, Exchange& exchange, HttpResponse&& res) {
+  Request& req = *exchange.req;
   if ((req.missing_documents & kMissingCors) != 0) {
-    FinishLater(ctx, std::move(req), held.started, defer(session), std::move(*served.response));
-    served.response.reset();
-    served.next = Served::Next::kLater;
-  } else {
-    Finish(ctx, req, *served.response, held.started);
+    FinishLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), std::move(res));
+    exchange.req.reset();
+    return;
   }
-  held.req.reset();
+  Finish(ctx, req, res, exchange.started);
+  exchange.req.reset();
+  exchange.Answer(std::move(res));  // last: the owner may go on with its next request
 }
 
 // Runs the prepared request (its body read if it needs one) where its route
 // says.
-Served Proceed(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-               void* session) {
-  Served served{Served::Next::kAnswered, std::nullopt};
-  Request& req = *held.req;
+void Proceed(const ServerContext& ctx, Exchange& exchange) {
+  Request& req = *exchange.req;
+  std::optional<HttpResponse> res;
   bool faults = false;
   try {
     // The reserved /_ endpoints never meet a fault.
     faults = FaultsArmed(ctx) && !req.admin;
-    if (AnswersNow(ctx, req, faults)) served.response.emplace(AnswerNow(ctx, req));
+    if (AnswersNow(ctx, req, faults)) res.emplace(AnswerNow(ctx, req));
   } catch (const std::exception&) {
-    served.response.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
+    res.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
   }
-  if (!served.response) {
-    AnswerLater(ctx, std::move(req), held.started, defer(session), faults);
-    held.req.reset();
-    served.next = Served::Next::kLater;
-    return served;
-  }
-  Answered(ctx, held, defer, session, served);
-  return served;
+  if (res) return Answered(ctx, exchange, std::move(*res));
+  AnswerLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults);
+  exchange.req.reset();
 }
 
-// Served::body_limit of admitted `req`: a `$batch` whose SAS grants no write
-// holds one retrieve at most (kReadOnlyBatchBodyBytes).
+// The most the body of admitted `req` may hold (0: kMaxBodyBytes): a `$batch` whose SAS grants no
+// write holds one retrieve at most (kReadOnlyBatchBodyBytes).
 size_t BodyLimit(const Request& req) {
   if (req.op != Operation::kBatch) return 0;
   const AuthGrant::Kind kind = req.grant.kind;
@@ -350,51 +343,40 @@ void ClientOf(const Request& req, std::string* out) {
 
 }  // namespace
 
-Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& arrival,
-                    Continuation (*defer)(void* session), void* session, HeldRequest* held) {
-  held->started = std::chrono::steady_clock::now();
-  Request& req = held->req.emplace(http);
+void ServeRequest(const ServerContext& ctx, Exchange& exchange) {
+  const Arrival& arrival = exchange.arrival();
+  exchange.started = std::chrono::steady_clock::now();
+  Request& req = exchange.req.emplace(exchange.http());
   req.request_id = NewRequestId();
   req.peer_address = arrival.peer_address;
   req.in_flight = arrival.in_flight;
   req.response_hold = arrival.response_hold;
   // Without a pool, everything runs (and may wait) on the calling thread.
   req.may_load_documents = ctx.blocking_pool == nullptr;
-  Served refused{Served::Next::kAnswered, std::nullopt};
+  std::optional<HttpResponse> refused;
   try {
-    refused.response = Prepare(ctx, req);
+    refused = Prepare(ctx, req);
     TakeCorsRules(ctx, req);
   } catch (const std::exception&) {
-    refused.response = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+    refused = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
   }
-  if (refused.response) {
-    Answered(ctx, *held, defer, session, refused);
-    return refused;
-  }
+  if (refused) return Answered(ctx, exchange, std::move(*refused));
   if (req.response_hold != nullptr) {
     thread_local std::string client;
     ClientOf(req, &client);
     req.response_hold->SetClient(client);
   }
-  if (arrival.body_pending && NeedsBody(req)) {
-    return Served{Served::Next::kReadBody, std::nullopt, BodyLimit(req)};
-  }
-  return Proceed(ctx, *held, defer, session);
+  if (arrival.body_pending && NeedsBody(req)) return exchange.NeedBody(BodyLimit(req));
+  Proceed(ctx, exchange);
 }
 
-Served ServeBody(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-                 void* session) {
-  return Proceed(ctx, held, defer, session);
-}
+void ServeBody(const ServerContext& ctx, Exchange& exchange) { Proceed(ctx, exchange); }
 
-Served ServeError(const ServerContext& ctx, HeldRequest& held, const ErrorReply& error,
-                  Continuation (*defer)(void* session), void* session) {
+void ServeError(const ServerContext& ctx, Exchange& exchange, const ErrorReply& error) {
   // Documents still missing are no longer needed, except the CORS rules of
   // the answer's headers.
-  held.req->missing_documents &= kMissingCors;
-  Served served{Served::Next::kAnswered, ErrorResponse(*held.req, error)};
-  Answered(ctx, held, defer, session, served);
-  return served;
+  exchange.req->missing_documents &= kMissingCors;
+  Answered(ctx, exchange, ErrorResponse(*exchange.req, error));
 }
 
 }  // namespace cerulean::server
