@@ -3,6 +3,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "server/admin/faults.h"
@@ -15,6 +17,7 @@
 #include "server/http/scheduler.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
 #include "server/protocol/response_budget.h"
 #include "server/protocol/routes.h"
@@ -89,6 +92,8 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
   *method = std::string(tunnelled);
   return std::nullopt;
 }
+
+std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req);
 
 // Everything up to dispatch, from the request's head: the response of the
 // first failing step, or nullopt when the request is ready for Dispatch
@@ -198,8 +203,11 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   return Admit(ctx, req);
 }
 
-}  // namespace
-
+// The steps of preparing a routed request from authentication on:
+// credentials, authorization, format negotiation, the body's Content-Type.
+// Returns the error answer, or nullopt. Run again on the blocking pool for
+// a request whose stored access policies were missing (kMissingAcl), with
+// req.may_load_documents set (AdmitLater).
 std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req) {
   HttpRequest& http = req.http;
   const Route* route = &RouteOf(req.op);
@@ -255,8 +263,6 @@ std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req) {
   return std::nullopt;
 }
 
-namespace {
-
 // True iff prepared `req` reads its body: its route's body format says so,
 // or it is PUT /_faults (the rules).
 bool NeedsBody(const Request& req) {
@@ -275,6 +281,45 @@ void TakeCorsRules(const ServerContext& ctx, Request& req) {
   } else {
     req.missing_documents |= kMissingCors;
   }
+}
+
+// Reads what the caches lacked when `req` was prepared, on the blocking
+// pool (or at once without one), authenticates it again from the start if
+// its stored access policies were missing, then hands it to the scheduler
+// there (AnswerLater), or its refusal to then.done.
+void AdmitLater(const ServerContext& ctx, Request&& req,
+                std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
+  struct Pending {
+    Request req;
+    std::chrono::steady_clock::time_point started;
+    Continuation then;
+  };
+  auto p = std::make_shared<Pending>(Pending{std::move(req), started, std::move(then)});
+  auto step = [&ctx, p, faults] {
+    Request& req = p->req;
+    std::optional<HttpResponse> refused;
+    try {
+      req.may_load_documents = true;
+      const unsigned missing = std::exchange(req.missing_documents, 0u);
+      if ((missing & kMissingCors) != 0) {
+        req.cors = LoadCors(ctx.documents, *ctx.store, req.account);
+      }
+      if ((missing & kMissingAcl) != 0) {
+        req.grant = AuthGrant{};
+        refused = Admit(ctx, req);
+      }
+    } catch (const std::exception&) {
+      refused = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+    }
+    if (!refused) {
+      return AnswerLater(ctx, std::move(req), p->started, std::move(p->then), faults, true);
+    }
+    Finish(ctx, req, *refused, p->started);
+    Completion done = std::move(p->then.done);
+    done(std::move(*refused));
+  };
+  if (ctx.blocking_pool == nullptr) return step();
+  ctx.blocking_pool->Post(std::move(step));
 }
 
 // Finishes `res`, the answer to the exchange's request, and hands it to
@@ -306,7 +351,11 @@ void Proceed(const ServerContext& ctx, Exchange& exchange) {
     res.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
   }
   if (res) return Answered(ctx, exchange, std::move(*res));
-  AnswerLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults);
+  if (req.missing_documents != 0) {
+    AdmitLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults);
+  } else {
+    AnswerLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults, false);
+  }
   exchange.req.reset();
 }
 

@@ -42,11 +42,4 @@ void ServeBody(const ServerContext& ctx, Exchange& exchange);
 // instead, its body unread (the body could not be taken in: BodyBudget).
 void ServeError(const ServerContext& ctx, Exchange& exchange, const ErrorReply& error);
 
-// The steps of preparing a routed request from authentication on:
-// credentials, authorization, format negotiation, the body's Content-Type.
-// Returns the error answer, or nullopt. The scheduler runs it again on the
-// blocking pool for a request whose stored access policies were missing
-// (kMissingAcl), with req.may_load_documents set.
-std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req);
-
 }  // namespace cerulean::server
