@@ -59,7 +59,7 @@ void RequestParser::on_request_impl(http::verb method, boost::beast::string_view
     m_.method_string(method_str);
   }
   m_.version(version);
-  if (on_request_line_ != nullptr) on_request_line_(on_request_line_arg_);
+  if (on_request_line_ != nullptr) on_request_line_->OnRequestLine();
 }
 
 void RequestParser::on_response_impl(int, boost::beast::string_view, int, error_code& ec) {

@@ -72,6 +72,15 @@ inline boost::system::error_code make_error_code(RequestParseError e) {
   return {static_cast<int>(e), RequestParseCategory()};
 }
 
+// Told by a RequestParser when it has parsed a request line.
+class RequestLineObserver {
+ public:
+  virtual void OnRequestLine() = 0;
+
+ protected:
+  ~RequestLineObserver() = default;
+};
+
 class RequestParser : public boost::beast::http::basic_parser<true> {
  public:
   // Sets the header and body limits above.
@@ -85,15 +94,13 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   // Parses the rest of the body without keeping it. REQUIRES: no body byte
   // was parsed yet.
   void DiscardBody() { discard_body_ = true; }
-  // Calls `callback(arg)` once the request line has been parsed (the
-  // session moves from its keep-alive deadline to the request's). Beast
-  // parses the request line as soon as the first bytes of a request hold
-  // it whole; when they do not, only once the whole header has arrived, so
-  // a client that trickles its header stays under the keep-alive deadline.
-  void OnRequestLine(void (*callback)(void*), void* arg) {
-    on_request_line_ = callback;
-    on_request_line_arg_ = arg;
-  }
+  // Tells `observer` once the request line has been parsed (the session
+  // moves from its keep-alive deadline to the request's). Beast parses the
+  // request line as soon as the first bytes of a request hold it whole;
+  // when they do not, only once the whole header has arrived, so a client
+  // that trickles its header stays under the keep-alive deadline.
+  // REQUIRES: `observer` outlives the parser.
+  void OnRequestLine(RequestLineObserver* observer) { on_request_line_ = observer; }
 
  private:
   void on_request_impl(http::verb method, boost::beast::string_view method_str,
@@ -120,8 +127,7 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   bool header_done_ = false;  // fields from now on are trailer fields
   bool expect_continue_ = false;
   bool discard_body_ = false;
-  void (*on_request_line_)(void*) = nullptr;
-  void* on_request_line_arg_ = nullptr;
+  RequestLineObserver* on_request_line_ = nullptr;
 };
 
 // Makes `buffer` a connection's read buffer: limited to kMaxReadBufferBytes.

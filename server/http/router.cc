@@ -3,6 +3,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "server/admin/faults.h"
@@ -15,6 +17,7 @@
 #include "server/http/scheduler.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
+#include "server/protocol/blocking_pool.h"
 #include "server/protocol/document_cache.h"
 #include "server/protocol/response_budget.h"
 #include "server/protocol/routes.h"
@@ -89,6 +92,8 @@ std::optional<ErrorReply> ResolveMethod(const HttpRequest& http, std::string* me
   *method = std::string(tunnelled);
   return std::nullopt;
 }
+
+std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req);
 
 // Everything up to dispatch, from the request's head: the response of the
 // first failing step, or nullopt when the request is ready for Dispatch
@@ -198,8 +203,11 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   return Admit(ctx, req);
 }
 
-}  // namespace
-
+// The steps of preparing a routed request from authentication on:
+// credentials, authorization, format negotiation, the body's Content-Type.
+// Returns the error answer, or nullopt. Run again on the blocking pool for
+// a request whose stored access policies were missing (kMissingAcl), with
+// req.may_load_documents set (AdmitLater).
 std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req) {
   HttpRequest& http = req.http;
   const Route* route = &RouteOf(req.op);
@@ -255,8 +263,6 @@ std::optional<HttpResponse> Admit(const ServerContext& ctx, Request& req) {
   return std::nullopt;
 }
 
-namespace {
-
 // True iff prepared `req` reads its body: its route's body format says so,
 // or it is PUT /_faults (the rules).
 bool NeedsBody(const Request& req) {
@@ -277,48 +283,84 @@ void TakeCorsRules(const ServerContext& ctx, Request& req) {
   }
 }
 
-// Finishes served.response, the answer to the held request, on this
-// thread; or on the pool once the account's CORS rules were read (then the
-// answer comes later).
-void Answered(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-              void* session, Served& served) {
-  Request& req = *held.req;
+// Reads what the caches lacked when `req` was prepared, on the blocking
+// pool (or at once without one), authenticates it again from the start if
+// its stored access policies were missing, then hands it to the scheduler
+// there (AnswerLater), or its refusal to then.done.
+void AdmitLater(const ServerContext& ctx, Request&& req,
+                std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
+  struct Pending {
+    Request req;
+    std::chrono::steady_clock::time_point started;
+    Continuation then;
+  };
+  auto p = std::make_shared<Pending>(Pending{std::move(req), started, std::move(then)});
+  auto step = [&ctx, p, faults] {
+    Request& req = p->req;
+    std::optional<HttpResponse> refused;
+    try {
+      req.may_load_documents = true;
+      const unsigned missing = std::exchange(req.missing_documents, 0u);
+      if ((missing & kMissingCors) != 0) {
+        req.cors = LoadCors(ctx.documents, *ctx.store, req.account);
+      }
+      if ((missing & kMissingAcl) != 0) {
+        req.grant = AuthGrant{};
+        refused = Admit(ctx, req);
+      }
+    } catch (const std::exception&) {
+      refused = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+    }
+    if (!refused) {
+      return AnswerLater(ctx, std::move(req), p->started, std::move(p->then), faults, true);
+    }
+    Finish(ctx, req, *refused, p->started);
+    Completion done = std::move(p->then.done);
+    done(std::move(*refused));
+  };
+  if (ctx.blocking_pool == nullptr) return step();
+  ctx.blocking_pool->Post(std::move(step));
+}
+
+// Finishes `res`, the answer to the exchange's request, and hands it to
+// the owner on this thread; or on the pool once the account's CORS rules
+// were read (then the answer comes later).
+void Answered(const ServerContext& ctx, Exchange& exchange, HttpResponse&& res) {
+  Request& req = *exchange.req;
   if ((req.missing_documents & kMissingCors) != 0) {
-    FinishLater(ctx, std::move(req), held.started, defer(session), std::move(*served.response));
-    served.response.reset();
-    served.next = Served::Next::kLater;
-  } else {
-    Finish(ctx, req, *served.response, held.started);
+    FinishLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), std::move(res));
+    exchange.req.reset();
+    return;
   }
-  held.req.reset();
+  Finish(ctx, req, res, exchange.started);
+  exchange.req.reset();
+  exchange.Answer(std::move(res));  // last: the owner may go on with its next request
 }
 
 // Runs the prepared request (its body read if it needs one) where its route
 // says.
-Served Proceed(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-               void* session) {
-  Served served{Served::Next::kAnswered, std::nullopt};
-  Request& req = *held.req;
+void Proceed(const ServerContext& ctx, Exchange& exchange) {
+  Request& req = *exchange.req;
+  std::optional<HttpResponse> res;
   bool faults = false;
   try {
     // The reserved /_ endpoints never meet a fault.
     faults = FaultsArmed(ctx) && !req.admin;
-    if (AnswersNow(ctx, req, faults)) served.response.emplace(AnswerNow(ctx, req));
+    if (AnswersNow(ctx, req, faults)) res.emplace(AnswerNow(ctx, req));
   } catch (const std::exception&) {
-    served.response.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
+    res.emplace(ErrorResponse(req, ErrorReply(AzureError::kInternalError)));
   }
-  if (!served.response) {
-    AnswerLater(ctx, std::move(req), held.started, defer(session), faults);
-    held.req.reset();
-    served.next = Served::Next::kLater;
-    return served;
+  if (res) return Answered(ctx, exchange, std::move(*res));
+  if (req.missing_documents != 0) {
+    AdmitLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults);
+  } else {
+    AnswerLater(ctx, std::move(req), exchange.started, exchange.AnswerLater(), faults, false);
   }
-  Answered(ctx, held, defer, session, served);
-  return served;
+  exchange.req.reset();
 }
 
-// Served::body_limit of admitted `req`: a `$batch` whose SAS grants no write
-// holds one retrieve at most (kReadOnlyBatchBodyBytes).
+// The most the body of admitted `req` may hold (0: kMaxBodyBytes): a `$batch` whose SAS grants no
+// write holds one retrieve at most (kReadOnlyBatchBodyBytes).
 size_t BodyLimit(const Request& req) {
   if (req.op != Operation::kBatch) return 0;
   const AuthGrant::Kind kind = req.grant.kind;
@@ -350,51 +392,40 @@ void ClientOf(const Request& req, std::string* out) {
 
 }  // namespace
 
-Served ServeRequest(const ServerContext& ctx, HttpRequest& http, const Arrival& arrival,
-                    Continuation (*defer)(void* session), void* session, HeldRequest* held) {
-  held->started = std::chrono::steady_clock::now();
-  Request& req = held->req.emplace(http);
+void ServeRequest(const ServerContext& ctx, Exchange& exchange) {
+  const Arrival& arrival = exchange.arrival();
+  exchange.started = std::chrono::steady_clock::now();
+  Request& req = exchange.req.emplace(exchange.http());
   req.request_id = NewRequestId();
   req.peer_address = arrival.peer_address;
   req.in_flight = arrival.in_flight;
   req.response_hold = arrival.response_hold;
   // Without a pool, everything runs (and may wait) on the calling thread.
   req.may_load_documents = ctx.blocking_pool == nullptr;
-  Served refused{Served::Next::kAnswered, std::nullopt};
+  std::optional<HttpResponse> refused;
   try {
-    refused.response = Prepare(ctx, req);
+    refused = Prepare(ctx, req);
     TakeCorsRules(ctx, req);
   } catch (const std::exception&) {
-    refused.response = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
+    refused = ErrorResponse(req, ErrorReply(AzureError::kInternalError));
   }
-  if (refused.response) {
-    Answered(ctx, *held, defer, session, refused);
-    return refused;
-  }
+  if (refused) return Answered(ctx, exchange, std::move(*refused));
   if (req.response_hold != nullptr) {
     thread_local std::string client;
     ClientOf(req, &client);
     req.response_hold->SetClient(client);
   }
-  if (arrival.body_pending && NeedsBody(req)) {
-    return Served{Served::Next::kReadBody, std::nullopt, BodyLimit(req)};
-  }
-  return Proceed(ctx, *held, defer, session);
+  if (arrival.body_pending && NeedsBody(req)) return exchange.NeedBody(BodyLimit(req));
+  Proceed(ctx, exchange);
 }
 
-Served ServeBody(const ServerContext& ctx, HeldRequest& held, Continuation (*defer)(void* session),
-                 void* session) {
-  return Proceed(ctx, held, defer, session);
-}
+void ServeBody(const ServerContext& ctx, Exchange& exchange) { Proceed(ctx, exchange); }
 
-Served ServeError(const ServerContext& ctx, HeldRequest& held, const ErrorReply& error,
-                  Continuation (*defer)(void* session), void* session) {
+void ServeError(const ServerContext& ctx, Exchange& exchange, const ErrorReply& error) {
   // Documents still missing are no longer needed, except the CORS rules of
   // the answer's headers.
-  held.req->missing_documents &= kMissingCors;
-  Served served{Served::Next::kAnswered, ErrorResponse(*held.req, error)};
-  Answered(ctx, held, defer, session, served);
-  return served;
+  exchange.req->missing_documents &= kMissingCors;
+  Answered(ctx, exchange, ErrorResponse(*exchange.req, error));
 }
 
 }  // namespace cerulean::server

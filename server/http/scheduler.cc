@@ -11,7 +11,6 @@
 #include "server/admin/logger.h"
 #include "server/admin/metrics.h"
 #include "server/formats/http_date.h"
-#include "server/http/router.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
 #include "server/protocol/blocking_pool.h"
@@ -318,18 +317,6 @@ void Start(const ServerContext& ctx, const std::shared_ptr<AsyncRequest>& a, boo
   RunPrepared(ctx, a, faults, on_pool);
 }
 
-// Reads what the caches lacked when `req` was prepared (on a thread that
-// may wait), then finishes preparing it: the answer if that fails.
-std::optional<HttpResponse> ReadMissingDocuments(const ServerContext& ctx, Request& req) {
-  req.may_load_documents = true;
-  const unsigned missing = std::exchange(req.missing_documents, 0u);
-  if ((missing & kMissingCors) != 0) req.cors = LoadCors(ctx.documents, *ctx.store, req.account);
-  if ((missing & kMissingAcl) == 0) return std::nullopt;
-  // Authenticated again from the start, now with the policies at hand.
-  req.grant = AuthGrant{};
-  return Admit(ctx, req);
-}
-
 // Runs `step` on the blocking pool, or at once without one.
 template <class Step>
 void OnPool(const ServerContext& ctx, Step&& step) {
@@ -340,22 +327,12 @@ void OnPool(const ServerContext& ctx, Step&& step) {
 }  // namespace
 
 void AnswerLater(const ServerContext& ctx, Request&& req,
-                 std::chrono::steady_clock::time_point started, Continuation then, bool faults) {
+                 std::chrono::steady_clock::time_point started, Continuation then, bool faults,
+                 bool on_pool) {
   auto a = std::make_shared<AsyncRequest>(std::move(req), std::move(then.executor),
                                           std::move(then.done));
   a->started = started;
-  if (a->req.missing_documents == 0) return Start(ctx, a, faults, false);
-  // What the caches lacked is read on the pool, before anything else.
-  OnPool(ctx, [&ctx, a, faults] {
-    std::optional<HttpResponse> refused;
-    try {
-      refused = ReadMissingDocuments(ctx, a->req);
-    } catch (const std::exception&) {
-      refused = ErrorResponse(a->req, ErrorReply(AzureError::kInternalError));
-    }
-    if (refused) return Complete(ctx, *a, std::move(*refused));
-    Start(ctx, a, faults, true);
-  });
+  Start(ctx, a, faults, on_pool);
 }
 
 void FinishLater(const ServerContext& ctx, Request&& req,

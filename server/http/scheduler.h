@@ -70,14 +70,15 @@ HttpResponse AnswerNow(const ServerContext& ctx, Request& req);
 // storage, as its route says (WhereRuns): inline operations and short query
 // pages on this thread; entity writes and batches prepared here and
 // committed through Store::ApplyAsync, their answer built on then.executor;
-// the rest on ctx.blocking_pool. Documents the caches lacked
-// (req.missing_documents) are read on the pool first, and a request whose
-// stored access policies were missing is authenticated again there
-// (router.h, Admit). A fault is decided next (`faults` as for AnswersNow).
+// the rest on ctx.blocking_pool (on this thread if `on_pool`: it is a pool
+// thread already). A fault is decided first (`faults` as for AnswersNow).
 // then.done runs exactly once, on any of those threads, after Finish;
-// req.http must stay alive and unchanged until then. Never throws.
+// req.http must stay alive and unchanged until then. REQUIRES: no document
+// is missing (req.missing_documents == 0: the router reads them first).
+// Never throws.
 void AnswerLater(const ServerContext& ctx, Request&& req,
-                 std::chrono::steady_clock::time_point started, Continuation then, bool faults);
+                 std::chrono::steady_clock::time_point started, Continuation then, bool faults,
+                 bool on_pool);
 
 // Finishes `res`, the answer to `req` whose account's CORS rules were
 // missing from the cache, once they were read on the blocking pool; then

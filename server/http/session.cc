@@ -57,11 +57,11 @@ void HttpSession<Derived>::EndRequest() {
 }
 
 template <class Derived>
-Continuation HttpSession<Derived>::Defer(void* self) {
+Continuation HttpSession<Derived>::SessionExchange::AnswerLater() {
   // The session stays alive through the completion's shared_ptr; no other
   // operation runs on it meanwhile. The response comes back to this
   // session's I/O thread to be written.
-  auto session = static_cast<HttpSession*>(self)->derived().shared_from_this();
+  auto session = session_.derived().shared_from_this();
   auto executor = session->stream().get_executor();
   return Continuation{executor, [session = std::move(session)](HttpResponse res) mutable {
                         auto ex = session->stream().get_executor();
@@ -97,7 +97,7 @@ void HttpSession<Derived>::DoRead() {
   body_unread_ = false;
   body_begun_ = false;
   continue_sent_ = false;
-  parser_->OnRequestLine(&HttpSession::OnRequestLine, this);
+  parser_->OnRequestLine(this);
   SetWaiting(true);
   beast::get_lowest_layer(derived().stream()).expires_after(group_->limits().keep_alive_timeout);
   http::async_read_header(
@@ -106,21 +106,20 @@ void HttpSession<Derived>::DoRead() {
 }
 
 template <class Derived>
-void HttpSession<Derived>::OnRequestLine(void* self) {
+void HttpSession<Derived>::OnRequestLine() {
   // Between two reads (the parser runs after a read completed), so the
   // stream's timer has no wait to cancel. The deadline moves from the
   // keep-alive one to the request's, unless the two are within a second of
   // each other: the common case of a request line that follows the read at
   // once costs a coarse clock read, not a timer update.
-  auto* session = static_cast<HttpSession*>(self);
-  const ConnectionLimits& limits = session->group_->limits();
+  const ConnectionLimits& limits = group_->limits();
   const std::int64_t now = CoarseNowMs();
   const std::int64_t keep_alive_deadline =
-      session->waiting_since_ms() + std::chrono::milliseconds(limits.keep_alive_timeout).count();
+      waiting_since_ms() + std::chrono::milliseconds(limits.keep_alive_timeout).count();
   const std::int64_t request_deadline =
       now + std::chrono::milliseconds(limits.request_timeout).count();
   if (std::abs(request_deadline - keep_alive_deadline) > 1000) {
-    beast::get_lowest_layer(session->derived().stream()).expires_after(limits.request_timeout);
+    beast::get_lowest_layer(derived().stream()).expires_after(limits.request_timeout);
   }
 }
 
@@ -142,24 +141,12 @@ void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
     // The router prepares the request from its head: it answers what runs
     // on this thread, asks for the body of an admitted request that reads
     // one, and answers the rest without blocking this thread (the response
-    // then comes through Defer).
-    Carry(ServeRequest(
-        ctx_, parser_->get(),
-        Arrival{peer_, in_flight, body_unread_, response_hold_ ? &*response_hold_ : nullptr},
-        &HttpSession::Defer, this, &held_));
+    // then comes through SessionExchange::AnswerLater).
+    exchange_.emplace(
+        *this, parser_->get(),
+        Arrival{peer_, in_flight, body_unread_, response_hold_ ? &*response_hold_ : nullptr});
+    ServeRequest(ctx_, *exchange_);
   });
-}
-
-template <class Derived>
-void HttpSession<Derived>::Carry(Served&& served) {
-  switch (served.next) {
-    case Served::Next::kAnswered:
-      return Respond(std::move(*served.response));
-    case Served::Next::kLater:
-      return;
-    case Served::Next::kReadBody:
-      return ReadBody(served.body_limit);
-  }
 }
 
 template <class Derived>

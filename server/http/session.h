@@ -5,12 +5,13 @@
 // parameter, so plain HTTP pays nothing for TLS support.
 //
 // A session reads each request's head and hands it to the router
-// (ServeRequest), which prepares it (authentication included) from the head
-// alone: where the request runs is the route table's business (routes.h),
-// not the session's. Only an admitted request whose operation reads a body
-// gets its body read, once the body's length is taken from the server-wide
-// budget (body_budget.h). A request answered without its body (refused, or
-// an operation that reads none) has the body dropped as it arrives, which
+// (ServeRequest) in an Exchange (exchange.h) of the session's own, which
+// carries the router's requests back: read the body, take the answer, or
+// where to send an answer computed later. The router prepares a request (authentication included)
+// from the head alone: where the request runs is the route table's business (routes.h), not the
+// session's. Only an admitted request whose operation reads a body gets its body read, once the
+// body's length is taken from the server-wide budget (body_budget.h). A request answered without
+// its body (refused, or an operation that reads none) has the body dropped as it arrives, which
 // costs no memory, and keeps its connection; one whose client waits for
 // 100 Continue gets its answer instead, and the connection is closed.
 // Where the pieces are: session.cc holds the request loop (read the head,
@@ -38,6 +39,7 @@
 #include <string>
 
 #include "server/http/connection_registry.h"
+#include "server/http/exchange.h"
 #include "server/http/request_parser.h"
 #include "server/http/router.h"
 #include "server/http/scheduler.h"
@@ -62,7 +64,7 @@ using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, Connec
 // (an AsyncStream whose executor is the connection's), DoClose() and
 // derives from std::enable_shared_from_this<Derived>.
 template <class Derived>
-class HttpSession : public Connection {
+class HttpSession : public Connection, private RequestLineObserver {
  protected:
   HttpSession(const ServerContext& ctx, std::shared_ptr<SessionGroup> group, std::string peer)
       : Connection(std::shared_ptr<ConnectionRegistry>(group, &group->connections())),
@@ -89,14 +91,26 @@ class HttpSession : public Connection {
 
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
+  // The session's side of the request being served: the router's requests
+  // to the session, carried out on its I/O thread.
+  class SessionExchange final : public Exchange {
+   public:
+    SessionExchange(HttpSession& session, HttpRequest& http, const Arrival& arrival)
+        : Exchange(http, arrival), session_(session) {}
+    void NeedBody(size_t limit) override { session_.ReadBody(limit); }
+    void Answer(HttpResponse res) override { session_.Respond(std::move(res)); }
+    Continuation AnswerLater() override;
+
+   private:
+    HttpSession& session_;
+  };
+
   // The request's head is in: the router prepares it.
   void OnHeader(boost::beast::error_code ec, std::size_t bytes);
-  // Carries out what the router decided (respond, wait, read the body).
-  void Carry(Served&& served);
   // Reads the body, taking room for it from the budget as it arrives
   // (body_budget.h), at most `limit` bytes (0: no limit of its own).
   void ReadBody(size_t limit);
-  // Answers a body longer than its request's limit (Served::body_limit).
+  // Answers a body longer than its request's limit (Exchange::NeedBody).
   void RefuseCappedBody();
   // The room the body needs before the next read.
   size_t BodyNeed();
@@ -124,15 +138,13 @@ class HttpSession : public Connection {
   void DiscardBody();
   void OnDiscarded(boost::beast::error_code ec, std::size_t bytes);
   // Called by the parser at the request line: the request timeout starts.
-  static void OnRequestLine(void* self);
+  void OnRequestLine() override;
   // Bytes still to drop before closing after answering a request whose
   // body was not read (none if its client waits for 100 Continue and has
   // sent nothing); the buffered ones are dropped now.
   std::uint64_t DrainUnreadBody(std::optional<std::uint64_t> length);
   std::shared_ptr<Connection> Share() override;
   void Evict() override;
-  // Where an answer computed later goes (ServeRequest's `defer`).
-  static Continuation Defer(void* self);
   // group_ counts this connection's request from Begin to End; Begin
   // returns the requests then in flight (this one included).
   int BeginRequest();
@@ -161,13 +173,15 @@ class HttpSession : public Connection {
   // The request being read and answered: its message lives in the parser
   // until the next request begins.
   std::optional<RequestParser> parser_;
-  HeldRequest held_;            // prepared from its head, while its body is read
+  // The request between the session and the router, from its head to its
+  // answer (replaced by the next request's).
+  std::optional<SessionExchange> exchange_;
   bool body_unread_ = false;    // the head announced a body not read (yet)
   bool discard_body_ = false;   // after this answer, drop the body and keep alive
   bool continue_sent_ = false;  // 100 Continue was sent for this request
   size_t body_reserved_ = 0;    // taken from ctx_.body_budget for this body
   size_t body_limit_ = 0;       // the most this body may hold
-  bool body_capped_ = false;    // body_limit_ is the request's own (Served::body_limit)
+  bool body_capped_ = false;    // body_limit_ is the request's own (NeedBody's limit)
   bool body_begun_ = false;     // room was taken and the body is being read
   // The minimum rate's start: when the body began, moved on by the time it
   // waited for the budget.

@@ -38,8 +38,7 @@ void HttpSession<Derived>::ReadBody(size_t limit) {
 
 template <class Derived>
 void HttpSession<Derived>::RefuseCappedBody() {
-  Carry(ServeError(ctx_, held_, ErrorReply(AzureError::kAuthorizationPermissionMismatch),
-                   &HttpSession::Defer, this));
+  ServeError(ctx_, *exchange_, ErrorReply(AzureError::kAuthorizationPermissionMismatch));
 }
 
 template <class Derived>
@@ -125,7 +124,7 @@ void HttpSession<Derived>::BodyRead(beast::error_code ec) {
     beast::get_lowest_layer(derived().stream()).expires_after(group_->limits().request_timeout);
   }
   large_bodies_ = parser_->get().body().size() > kReadBufferBytes;
-  Carry(ServeBody(ctx_, held_, &HttpSession::Defer, this));
+  ServeBody(ctx_, *exchange_);
 }
 
 template <class Derived>

@@ -75,7 +75,7 @@ void HttpSession<Derived>::OnBudgetTimeout() {
   // Granted meanwhile: the grant is on its way.
   if (budget_ticket_ == 0 || !ctx_.body_budget->Cancel(budget_ticket_)) return;
   budget_ticket_ = 0;
-  Carry(ServeError(ctx_, held_, ErrorReply(AzureError::kServerBusy), &HttpSession::Defer, this));
+  ServeError(ctx_, *exchange_, ErrorReply(AzureError::kServerBusy));
 }
 
 template <class Derived>

@@ -43,7 +43,7 @@ void HttpSession<Derived>::RejectTooLarge() {
   SetWaiting(false);
   // Refused while its body was read (a chunked body over the limit): the
   // request prepared from its head goes.
-  held_.req.reset();
+  if (exchange_) exchange_->req.reset();
   ReleaseBody();
   // Beast reports a Content-Length over the limit before it marks the header
   // done (content_length() asserts then): take the length from the field

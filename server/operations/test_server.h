@@ -1,12 +1,12 @@
 // Test support: a server over an in-memory SqliteStore (or a store the test
 // gives), driven through the production entry path with no sockets: each
 // request's head goes to ServeRequest on an I/O thread (an io_context run by
-// a thread of its own), its body (if the router asks for it) to ServeBody,
+// a thread of its own) in an Exchange, its body (if the router asks for it
+// through Exchange::NeedBody) to ServeBody,
 // and work the scheduler sends elsewhere runs on a real BlockingPool and the
-// store's own threads; the answer comes back inline or through the
-// Continuation, as it does to a session. Also the helpers that make answers
-// comparable byte for byte.
-// Thread-safety: one test thread per TestServer.
+// store's own threads; the answer comes back inline (Exchange::Answer) or
+// through the Continuation (Exchange::AnswerLater), as it does to a session. Also the helpers that
+// make answers comparable byte for byte. Thread-safety: one test thread per TestServer.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -134,10 +134,9 @@ class TestServer {
   // or Transfer-Encoding set) as a session would: the head first, the body
   // only if the router asks for it.
   HttpResponse Serve(HttpRequest req) {
-    auto call = std::make_shared<Call>(std::move(req), io_.get_executor());
-    call->server = this;
+    auto call = std::make_shared<Call>(std::move(req), io_.get_executor(), this);
     std::future<HttpResponse> answer = call->promise.get_future();
-    boost::asio::post(io_, [this, call] { Head(call); });
+    boost::asio::post(io_, [this, call] { ServeRequest(ctx_, *call); });
     if (answer.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
       FAIL("no answer within 30 s");
     }
@@ -147,31 +146,48 @@ class TestServer {
   }
 
  private:
-  // One request from its head to its answer.
-  struct Call : std::enable_shared_from_this<Call> {
-    Call(HttpRequest r, boost::asio::io_context::executor_type ex)
-        : http(std::move(r)), executor(ex) {
+  // One request from its head to its answer: the session's side of its
+  // Exchange.
+  struct Call final : Exchange, std::enable_shared_from_this<Call> {
+    Call(HttpRequest r, boost::asio::io_context::executor_type ex, TestServer* s)
+        : Exchange(http, Arrival{kPeer, 1, !r.body().empty(), s->response_hold_}),
+          http(std::move(r)),
+          executor(ex),
+          server(s) {
       body.swap(http.body());
     }
+    // As a session: the body joins the head, then the router goes on.
+    void NeedBody(size_t) override {
+      if (body_asked) {
+        server->misused_ = true;  // asked for the body twice
+        return TestServer::Answer(*this, HttpResponse(http::status::internal_server_error, 11),
+                                  true);
+      }
+      body_asked = true;
+      http.body() = std::move(body);
+      ServeBody(server->ctx_, *this);
+    }
+    void Answer(HttpResponse res) override { TestServer::Answer(*this, std::move(res), true); }
+    // The answer comes back to the I/O thread.
+    Continuation AnswerLater() override {
+      auto call = shared_from_this();
+      return Continuation{executor, [call](HttpResponse res) {
+                            boost::asio::dispatch(
+                                call->executor, [call, res = std::move(res)]() mutable {
+                                  TestServer::Answer(*call, std::move(res), false);
+                                });
+                          }};
+    }
+
+    static inline const std::string kPeer = "127.0.0.1";
     HttpRequest http;  // the head; the body joins it when the router asks
     std::string body;
     boost::asio::io_context::executor_type executor;
     TestServer* server = nullptr;
-    HeldRequest held;
     std::promise<HttpResponse> promise;
+    bool body_asked = false;
     bool answered = false;  // guarded by running on the I/O thread
   };
-
-  // The session's Defer: the answer comes back to the I/O thread.
-  static Continuation Defer(void* p) {
-    auto call = static_cast<Call*>(p)->shared_from_this();
-    return Continuation{call->executor, [call](HttpResponse res) {
-                          boost::asio::dispatch(call->executor,
-                                                [call, res = std::move(res)]() mutable {
-                                                  Answer(*call, std::move(res), false);
-                                                });
-                        }};
-  }
 
   // On the I/O thread (no assertion there: a failure would end its loop).
   static void Answer(Call& call, HttpResponse res, bool inline_answer) {
@@ -182,26 +198,6 @@ class TestServer {
     call.answered = true;
     call.server->answered_inline_ = inline_answer;
     call.promise.set_value(std::move(res));
-  }
-
-  void Carry(const std::shared_ptr<Call>& call, Served served) {
-    if (served.next == Served::Next::kReadBody) {
-      call->http.body() = std::move(call->body);
-      served = ServeBody(ctx_, call->held, &TestServer::Defer, call.get());
-      if (served.next == Served::Next::kReadBody) {
-        misused_ = true;  // asked for the body twice
-        return Answer(*call, HttpResponse(http::status::internal_server_error, 11), true);
-      }
-    }
-    if (served.next == Served::Next::kAnswered) Answer(*call, std::move(*served.response), true);
-  }
-
-  void Head(const std::shared_ptr<Call>& call) {
-    static const std::string kPeer = "127.0.0.1";
-    Served served =
-        ServeRequest(ctx_, call->http, Arrival{kPeer, 1, !call->body.empty(), response_hold_},
-                     &TestServer::Defer, call.get(), &call->held);
-    Carry(call, std::move(served));
   }
 
   boost::asio::io_context io_{1};
