@@ -65,18 +65,15 @@ void ShutdownSignals::AsyncWait(std::function<void()> on_stop) {
 
 // glibc serves blocks above its mmap threshold (128 KiB at first) with a
 // fresh mapping and returns a heap's free top above its trim threshold to
-// the kernel at once. A response page (~600 KB for 1,000 entities) or a
-// batch body then costs a page fault per 4 KiB on every request: profiled
-// (perf, scripts/profile.sh page), page faults and the copies into fresh
-// memory were ~40 % of a 1,000-entity page. Fixed thresholds keep such
-// blocks in the heaps and reuse them.
+// the kernel at once. A large response page or a batch body then costs a
+// page fault per 4 KiB on every request, and its copies go into fresh
+// memory. Fixed thresholds keep such blocks in the heaps and reuse them.
 // Freed memory above 8 MiB at a heap's top still goes back to the kernel.
 // Two heaps ("arenas") at most: by default glibc gives threads up to eight
-// per CPU, and each blocking-pool thread that once rendered a large page kept
-// its freed blocks resident in a heap of its own (about a fifth of the peak
-// resident memory over bulk loads and large pages). Inserts and batches run
-// at the same speed: the threads' small blocks come from glibc's per-thread
-// caches without taking a heap's lock.
+// per CPU, and each blocking-pool thread that once rendered a large page
+// would keep its freed blocks resident in a heap of its own. Two heaps do
+// not slow inserts or batches: the threads' small blocks come from glibc's
+// per-thread caches without taking a heap's lock.
 void TuneAllocator() {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);

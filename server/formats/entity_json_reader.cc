@@ -155,8 +155,8 @@ constexpr size_t kReusedParserBytes = 64 * 1024;
 constexpr size_t kReusedMembers = 256;
 
 // Parses `body` as one flat JSON object (RFC 8259, strict: valid UTF-8, no
-// trailing content); nested objects and arrays are refused. simdjson
-// (profiled: nlohmann's SAX lexer was a third of an insert's instructions).
+// trailing content); nested objects and arrays are refused. simdjson,
+// because lexing the body is a large part of an insert's work.
 // The members (*out->members: a vector of `*out` or one kept per thread)
 // and the buffers they view (of `*out` or of the thread's parser) are
 // valid until `*out` is destroyed or this thread parses again.
@@ -390,7 +390,7 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
 
   // Index members and annotations (by the name they annotate) by the hash
   // of the name, strings compared only when hashes are equal (sorting the
-  // names themselves was a fifth of a batch entity's instructions). Up to
+  // names themselves would compare strings on every entity). Up to
   // kSmall members (nearly every entity): two open-addressing tables on the
   // stack; beyond, arrays sorted by (hash, name) and binary search. The hash
   // is a cheap one (NameHash): names made to collide cost string

@@ -17,8 +17,8 @@ namespace cerulean::server {
 void AppendJsonString(std::string* out, std::string_view s);
 // Copies n bytes from src to dst (not overlapping) and returns dst + n.
 // Copies of up to 16 bytes (names, keys, words) are made inline: through
-// std::memcpy with a size the compiler does not know they were calls into
-// the C library, ~40 per serialised entity (perf: a tenth of a query page).
+// std::memcpy with a size the compiler does not know they would be calls
+// into the C library, dozens per serialised entity.
 namespace escape_internal {
 // Copies n bytes, sizeof(Word) <= n <= 2 * sizeof(Word), as two
 // overlapping words.

@@ -20,8 +20,9 @@ bool IsHexDigit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-// IsPlainPathChar of every byte, looked up: a request target (~250 bytes
-// with a SAS) was ~2k instructions of a point read tested char by char.
+// IsPlainPathChar of every byte, looked up: every request target is
+// scanned (a long one with a SAS), one load per byte instead of a chain of
+// comparisons.
 constexpr std::array<bool, 256> kPlainPathChars = [] {
   std::array<bool, 256> table{};
   for (int c = 0; c < 256; ++c) table[c] = IsPlainPathChar(static_cast<unsigned char>(c));
@@ -125,9 +126,9 @@ bool SplitPlainAbsoluteUrl(std::string_view url, std::string_view* scheme,
 }
 
 char* PercentDecodeTo(char* out, std::string_view s, bool plus_as_space) {
-  // Hand-written: Boost.URL's validate-then-decode was a tenth of a point
-  // read's instructions (profiled with a SAS in the query string). The
-  // bytes between escapes are copied as runs.
+  // Hand-written: one pass, where Boost.URL validates and then decodes
+  // (twice over every parameter of every request). The bytes between
+  // escapes are copied as runs.
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -16,7 +16,7 @@
 
 namespace cerulean::server {
 
-// Milliseconds of the coarse monotonic clock (a few ns, no system call), at
+// Milliseconds of the coarse monotonic clock (cheap: no system call), at
 // least 1: the clock of a connection's waiting and writing times. Inline,
 // like SetWaiting and SetWriting: the sessions call them on every request.
 inline std::int64_t CoarseNowMs() {

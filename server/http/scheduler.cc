@@ -230,8 +230,8 @@ std::optional<Fault> DecideFault(const ServerContext& ctx, const AsyncRequest& a
 // batches: they are parsed on the pool and committed from there, because
 // their error paths and a batch's retrieve read the store. On any store, an
 // entity write or batch whose body is longer than kInlineParseBytes is
-// parsed there too: parsing costs in proportion to the body (a 4 MiB batch
-// would hold its I/O thread for milliseconds).
+// parsed there too: parsing costs in proportion to the body, and a long one
+// would hold up every other connection of its I/O thread meanwhile.
 Runs WhereRuns(const ServerContext& ctx, const Request& req) {
   if (req.admin) return AdminRuns(req.raw_path);
   // The preflight reads only the cached rules (Request::cors).

@@ -44,8 +44,9 @@ HttpResponse Guarded(const Request& req, Step&& step) {
   }
 }
 
-// The longest entity write or batch body parsed on an I/O thread (about a
-// quarter of a millisecond of parsing); a longer one is parsed on the pool.
+// The longest entity write or batch body parsed on an I/O thread: a typical
+// entity or small batch, whose parsing costs less than a hand-off to the
+// pool. A longer one is parsed on the pool.
 inline constexpr size_t kInlineParseBytes = 128 * 1024;
 
 // Where prepared `req` runs: its route's Runs (AdminRuns for a reserved /_

@@ -86,11 +86,11 @@ HttpSession<Derived>::~HttpSession() {
 template <class Derived>
 void HttpSession<Derived>::DoRead() {
   // Beast reads at most max(512, free capacity) bytes per call: a buffer
-  // that only grew to the last request's size took a second recvmsg for
-  // most inserts (strace -c: 2.0 per insert). 8 KiB holds a typical
-  // request whole. A connection that has sent a larger body (batches)
-  // reads 64 KiB at a time, Beast's largest read: a 55 KB batch took
-  // eleven recvmsg, each with its epoll_wait and timer update, in 8 KiB.
+  // that only grew to the last request's size would take a second recvmsg
+  // for most inserts. 8 KiB holds a typical request whole. A connection
+  // that has sent a larger body (batches) reads 64 KiB at a time, Beast's
+  // largest read, so that a batch takes few reads, each with its
+  // epoll_wait and timer update.
   const size_t read_buffer_bytes = large_bodies_ ? kLargeReadBufferBytes : kReadBufferBytes;
   if (buffer_.capacity() < read_buffer_bytes) buffer_.reserve(read_buffer_bytes);
   parser_.emplace();

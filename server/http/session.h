@@ -51,11 +51,9 @@ namespace cerulean::server {
 
 // A connection's executor, socket and stream, with the concrete executor
 // type: with any_io_executor every copy of an executor (many per request in
-// Asio's and Beast's composed operations) is a heap allocation (profiled:
-// ~20 of a point read's ~42). The executor is its io_context's own: one
-// thread runs that io_context, so a strand would only add its locking and
-// queueing (a strand per connection was ~3 % of a point read's server CPU,
-// `PROFILER=none scripts/profile.sh point 8 16`).
+// Asio's and Beast's composed operations) is a heap allocation, many per
+// request. The executor is its io_context's own: one thread runs that
+// io_context, so a strand would only add its locking and queueing.
 using ConnectionExecutor = boost::asio::io_context::executor_type;
 using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionExecutor>;
 using ConnectionStream = boost::beast::basic_stream<boost::asio::ip::tcp, ConnectionExecutor>;

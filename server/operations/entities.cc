@@ -35,12 +35,11 @@ constexpr size_t kMinExaminedPerPage = 1'000;
 // thread instead of holding up its other connections; a hand-off there and
 // back costs two context switches, server/README.md "Threads"):
 // - parse and plan a $filter of at most kInlinePlanFilterBytes (parsing and
-//   planning cost in proportion to the filter; a 512-byte one at most
-//   ~200k instructions);
+//   planning cost in proportion to the filter);
 // - render a page of key ranges only (every row read is written) with at
 //   most kInlineQueryRanges ranges (a seek each) and $top at most
-//   kInlineQueryRows, giving up once its JSON passes kInlineQueryBytes (the
-//   benchmark's 100-row range pages are ~50 KB).
+//   kInlineQueryRows, giving up once its JSON passes kInlineQueryBytes
+//   (which holds a full page of typical entities).
 constexpr size_t kInlinePlanFilterBytes = 512;
 constexpr size_t kInlineQueryRanges = 16;
 constexpr size_t kInlineQueryRows = 100;
@@ -478,8 +477,8 @@ std::optional<HttpResponse> RenderQueryPage(const ServerContext& ctx, Request& r
     // Pages are rendered ahead only for key ranges: a page then costs at
     // most $top rows. With a residual filter the next page may examine up to
     // kMaxExaminedPerPage rows, often for a client that wanted only the
-    // first page (a single client reading first pages loses ~10 % of its
-    // rate to the rendering ahead). Nor with a SAS key range, which the
+    // first page (a client reading only first pages would lose throughput
+    // to the rendering ahead). Nor with a SAS key range, which the
     // page's key does not hold. Nor when the plan is reported: a page
     // rendered ahead was not counted.
     const bool prefetch = ctx.prefetcher != nullptr && ctx.blocking_pool != nullptr &&

@@ -3,10 +3,9 @@
 // the pages rendered ahead of their request.
 //
 // It starts with a few threads and adds one whenever work is posted while
-// every thread has work, up to a maximum. Creating all 32 threads before
-// listening would be a quarter of the time from exec to the listening
-// socket (each thread's stack mapping and first page faults), and most runs
-// never need more than a few.
+// every thread has work, up to a maximum. Creating them all before
+// listening would delay the listening socket (each thread's stack mapping
+// and first page faults), and most runs never need more than a few.
 //
 // Thread-safety: Post may be called from any thread, also from work running
 // in the pool. Join once, after the last Post that must run.

@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
-// The coarse monotonic clock in milliseconds: a few ns, no system call.
+// The coarse monotonic clock in milliseconds: cheap, no system call.
 std::int64_t CoarseNowMs() {
   timespec ts;
 #if defined(CLOCK_MONOTONIC_COARSE)

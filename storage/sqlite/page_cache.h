@@ -3,10 +3,8 @@
 // In WAL mode SQLite empties a connection's own page cache whenever another
 // connection has committed since its last read transaction (the pager cannot
 // tell which pages changed). Under a trickle of writes every connection's
-// own cache is therefore nearly always empty: point reads of a 100k-entity
-// table with 100 inserts a second into another table make ~2 `pread`s each
-// without this cache, ~0.03 with it (SIDE_WRITES=100 PROFILER=none
-// scripts/profile.sh point100k 10 16). The shim (wal_vfs.h) keeps the
+// own cache is therefore nearly always empty, and a point read of a large
+// table reads its B-tree pages from the file again. The shim (wal_vfs.h) keeps the
 // database file's pages here, so such a re-read is a copy from memory. (A
 // memory-mapped database file is no substitute: every read transaction after
 // a commit remaps the grown file and faults its pages in again.)

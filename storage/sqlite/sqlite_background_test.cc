@@ -194,30 +194,44 @@ TEST_CASE("store(file): the destructor stops a busy reaper") {
 }
 
 TEST_CASE("store(file): the checkpointer copies the WAL into the database in the background") {
-  // About 5,000 WAL pages: past the checkpointer's trigger (4,000), short of
-  // the size at which the writer copies the WAL itself (8,000). The
-  // database file grows only when pages are copied into it.
+  // Entities of about one WAL page each, enough to take the WAL past the
+  // checkpointer's trigger and short of the hard limit at which the writer
+  // copies it itself (both read from the store's options). The database
+  // file grows only when pages are copied into it.
   TempDir dir;
-  auto store = OpenStore<FileBackend>(dir);
+  const SqliteStoreOptions options = TestOptions();
+  const WalCheckpointLimits& limits = options.wal_checkpoint;
+  REQUIRE(limits.trigger_pages < limits.hard_limit_pages);
+  auto store = OpenStore<FileBackend>(dir, options);
   REQUIRE(store->CreateTable("acct", "wal").ok());
   const std::string db = dir.path() + "/sub/dir/store.db";
   const auto initial = std::filesystem::file_size(db);
   const std::string filler(3000, 'x');  // about one page per entity
-  for (int b = 0; b < 50; ++b) {
+  constexpr int kBatch = 100;
+  const int pages = limits.trigger_pages + (limits.hard_limit_pages - limits.trigger_pages) / 4;
+  const int batches = pages / kBatch;
+  for (int b = 0; b < batches; ++b) {
     std::vector<WriteOp> ops;
-    for (int i = 0; i < 100; ++i) {
-      ops.push_back(Insert("p", std::to_string(b * 100 + i), {{"v", Value::String(filler)}}));
+    for (int i = 0; i < kBatch; ++i) {
+      ops.push_back(Insert("p", std::to_string(b * kBatch + i), {{"v", Value::String(filler)}}));
     }
     REQUIRE(store->Apply("acct", "wal", ops, nullptr, nullptr).ok());
   }
-  // Bounded generously: the pass runs whenever the checkpointer gets a core.
+  // A pass copies at least the trigger's frames (4 KiB pages), most of them
+  // distinct pages (one entity each): the file grows by half of that at
+  // least, and the checkpointer counts the pass. Bounded generously: the
+  // pass runs whenever the checkpointer gets a core.
+  const std::uintmax_t copied = initial + std::uintmax_t{4096} * limits.trigger_pages / 2;
   std::uintmax_t size = initial;
+  uint64_t passes = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (size < 8 * 1024 * 1024 && std::chrono::steady_clock::now() < deadline) {
+  while ((size < copied || passes == 0) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     size = std::filesystem::file_size(db);
+    passes = store->GetStats().checkpoints_background;
   }
-  CHECK(size >= 8 * 1024 * 1024);
+  CHECK(size >= copied);
+  CHECK(passes >= 1);
 }
 
 TEST_CASE("store(file): under steady small writes the WAL keeps rewinding") {
@@ -268,8 +282,10 @@ TEST_CASE("store(file): once writes stop, the WAL is copied for the next write t
   int checked = 0;
   for (int round = 0; round < 30 && checked < 3; ++round) {
     CAPTURE(round);
-    // ~6,000 frames: past the 4,000 that start a pass, and more meanwhile.
-    for (int b = 0; b < 60; ++b) {
+    // Past the frames that start a pass by half as many again, committed
+    // meanwhile.
+    const int batches = options.wal_checkpoint.trigger_pages * 3 / 2 / 100;
+    for (int b = 0; b < batches; ++b) {
       std::vector<WriteOp> ops;
       for (int i = 0; i < 100; ++i) {
         ops.push_back(Insert("p", std::to_string(key++), {{"v", Value::String(filler)}}));

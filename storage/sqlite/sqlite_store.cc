@@ -119,7 +119,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
     return Status::InvalidArgument("SqliteStore: no path and not in_memory");
   }
   // Before SQLite initializes (a no-op after): no global mutex around every
-  // allocation for memory statistics nobody reads (profiled on point reads).
+  // allocation for memory statistics nobody reads (a cost on every read).
   static const int memstatus_off = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   static_cast<void>(memstatus_off);
   std::unique_ptr<SqliteStore> store(new SqliteStore(options));
@@ -135,8 +135,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions&
 // that reorders pages moves one through a temporary page number past 1 GiB
 // (btree.c, balance_nonroot), and the commit truncates the cache above the
 // database's size by scanning the hash buckets up to that number, all of
-// them once the cache holds more than a few thousand pages (perf: 60 % of
-// the committer's time at ~280 MB; storage/README.md). With memdb the page
+// them once the cache holds more than a few thousand pages, so that the
+// walk grows with the database (storage/README.md). With memdb the page
 // cache has SQLite's default bound (2 MiB), and so has the walk; a miss
 // copies the page from memdb's buffer.
 Status SqliteStore::InitMemdb() {

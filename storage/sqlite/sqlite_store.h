@@ -85,6 +85,10 @@ struct SqliteStoreOptions {
   // WAL file then keeps the size it grew to, cut to journal_size_limit when
   // it rewinds).
   std::chrono::milliseconds wal_truncate_idle_after{1000};
+  // When the WAL is copied back into the database, in WAL pages: past the
+  // trigger by the checkpointer thread, past the hard limit by the writer
+  // (wal_checkpoint.h). Unused in memory.
+  WalCheckpointLimits wal_checkpoint;
   // Bytes of the database file each reader maps (PRAGMA mmap_size); 0 reads
   // with pread. Off by default: mapped pages count in the process's resident
   // memory, which then grows with the data. Unused in memory.
@@ -580,7 +584,7 @@ class SqliteStore final : public Store {
   bool checkpoint_wal_dirty_ = true;     // guarded by checkpoint_mu_
   // Used by whoever holds the writer connection (OnWalCommit, and
   // TruncateIdleWal with writer_mu_ held).
-  WalCheckpointPlanner wal_planner_;
+  WalCheckpointPlanner wal_planner_{options_.wal_checkpoint};
   std::atomic<uint64_t> checkpoints_background_{0};
   std::atomic<uint64_t> checkpoints_idle_{0};
   std::atomic<uint64_t> checkpoints_writer_{0};

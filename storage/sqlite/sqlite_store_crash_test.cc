@@ -421,7 +421,7 @@ TEST_CASE("store(file): every acknowledged commit has fsynced the WAL") {
 // cache had lost came through a pread (SqliteStoreOptions::
 // writer_cache_bytes). Here 1,000 rows of 2 KB (each with an overflow page:
 // ~5 MiB of pages) are rewritten in random order; the WAL stays well below
-// the checkpoint trigger (4,000 pages), so no checkpoint reads it and every
+// the checkpoint trigger (SqliteStoreOptions::wal_checkpoint), so no checkpoint reads it and every
 // read counted is the writer's, however the threads are scheduled.
 TEST_CASE("store(file): the writer's page cache keeps the pages it rewrites") {
   TempDir dir;

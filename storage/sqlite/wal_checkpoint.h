@@ -11,7 +11,7 @@
 //     the next write rewinds the WAL;
 //   * past hard_limit_pages the writer copies whatever is left.
 // Left to the checkpointer alone, each pass finds a commit or two more
-// behind it: under steady writes the WAL would rewind only after ~15 more
+// behind it: under steady writes the WAL would rewind only after many more
 // passes, each syncing the WAL and the database (storage/README.md).
 //
 // Thread-safety: a planner is used by whoever holds the writer connection,

@@ -29,11 +29,9 @@ constexpr size_t kMaxGatheredBytes = 4 * 1024 * 1024;
 // are pushed to the device this many bytes at a time, each piece waited for,
 // instead of all at the checkpoint's closing fdatasync. That sync would
 // write megabytes in one go, and the WAL syncs acknowledging writes
-// meanwhile wait behind it: it sets the p99 of single writes. In 256 KiB
-// pieces the WAL syncs find at most one piece ahead of them, which roughly
-// halves the p99 of inserts and upserts at c16 (PROFILER=none
-// scripts/profile.sh insert|upsert 8 16); 64 KiB pieces cost inserts ~4 %
-// of throughput, 1 MiB ones leave more of the tail.
+// meanwhile wait behind it: it sets the tail latency of single writes. In
+// 256 KiB pieces the WAL syncs find at most one piece ahead of them; smaller
+// pieces cost throughput in waits, larger ones leave more of the tail.
 constexpr size_t kPaceBytes = 256 * 1024;
 
 std::atomic<uint64_t> paced_writebacks{0};

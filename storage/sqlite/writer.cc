@@ -23,10 +23,9 @@ int64_t SqliteStore::NextTimestamp() {
 }
 
 // Applies, and ops, committed together at most (see CommitLoop). Large
-// enough that at 64 connections of single inserts one sync covers ~50 of
-// them (compare inserts/s with a smaller bound: PROFILER=none
-// scripts/profile.sh insert 10 64). The ops bound keeps a group of large
-// batches from growing into one very long transaction.
+// enough that one sync covers the single inserts of many connections at
+// once. The ops bound keeps a group of large batches from growing into one
+// very long transaction.
 constexpr size_t kMaxGroup = 64;
 constexpr size_t kMaxGroupOps = 1024;
 
@@ -329,12 +328,11 @@ void SqliteStore::CommitLoop() {
     // Woken by the first small write of a burst: let the threads that are
     // reading the rest of it queue them first, so they share this commit and
     // its sync. Where the server has one core (taskset, a one-CPU container)
-    // the woken committer otherwise takes a group of ~4.5 single inserts
-    // and leaves the others for the next; with this yield groups hold ~10
-    // at 16 connections, and an insert costs ~10 % less server CPU
-    // (PROFILER=none scripts/profile.sh insert 12 16). With nothing else
-    // runnable on this core the yield returns at once. Large Applies were
-    // asked to start at once (Enqueue) and do not wait.
+    // the woken committer otherwise takes the few single inserts already
+    // queued and leaves the others for the next commit; with this yield
+    // more share each commit and its sync. With nothing else runnable on
+    // this core the yield returns at once. Large Applies are asked to start
+    // at once (Enqueue) and do not wait.
     if (group_queue_.size() < kMaxGroup && !group_queue_.front()->large()) {
       lock.unlock();
       std::this_thread::yield();
