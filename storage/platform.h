@@ -19,6 +19,19 @@ std::tm UtcTime(std::time_t t);
 // hardware's count elsewhere.
 unsigned UsableCpus();
 
+// Milliseconds of the coarse monotonic clock: cheap (no system call where
+// the OS has CLOCK_MONOTONIC_COARSE, Linux; the plain monotonic clock
+// elsewhere). Inline: the sessions read it on every request.
+inline std::int64_t CoarseMonotonicMs() {
+  timespec ts;
+#if defined(CLOCK_MONOTONIC_COARSE)
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
 // 64 random bits from the OS, for seeds and identifiers: getrandom(2) on
 // Linux, which needs no /dev (a static server in an empty root or a
 // `FROM scratch` image); std::random_device elsewhere (arc4random on macOS,

@@ -3,15 +3,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "server/formats/swar.h"
+
 namespace cerulean::server {
 
 namespace {
 
-constexpr uint64_t kSwarOnes = 0x0101010101010101ULL;
-constexpr uint64_t kSwarHigh = 0x8080808080808080ULL;
-
-// Nonzero iff some byte of x is zero (exact for the word as a whole).
-constexpr uint64_t SwarHasZero(uint64_t x) { return (x - kSwarOnes) & ~x & kSwarHigh; }
+using swar::kHigh;
+using swar::kOnes;
 
 // Whether some byte of `s` satisfies `byte`, eight bytes at a time: `word`
 // must be nonzero for every 8-byte word holding such a byte (it may be
@@ -20,8 +19,7 @@ template <typename WordTest, typename ByteTest>
 bool SwarAny(std::string_view s, WordTest word, ByteTest byte) {
   size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
+    const uint64_t w = swar::Load(s.data() + i);
     if (word(w) == 0) continue;
     for (size_t j = i; j < i + 8; ++j) {
       if (byte(static_cast<unsigned char>(s[j]))) return true;
@@ -31,8 +29,7 @@ bool SwarAny(std::string_view s, WordTest word, ByteTest byte) {
   // overlap bytes already checked), so that only a word that holds a match
   // is checked byte by byte.
   if (i < s.size() && s.size() >= 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    const uint64_t w = swar::Load(s.data() + s.size() - 8);
     if (word(w) == 0) return false;
   }
   for (; i < s.size(); ++i) {
@@ -47,7 +44,7 @@ bool HasLineBreak(std::string_view s) {
   return SwarAny(
       s,
       [](uint64_t w) {
-        return SwarHasZero(w ^ (kSwarOnes * '\r')) | SwarHasZero(w ^ (kSwarOnes * '\n'));
+        return swar::HasZero(w ^ (kOnes * '\r')) | swar::HasZero(w ^ (kOnes * '\n'));
       },
       [](unsigned char c) { return c == '\r' || c == '\n'; });
 }
@@ -57,7 +54,7 @@ bool HasControlChar(std::string_view s) {
       s,
       // A byte below 0x20 (tabs included: checked exactly below) or 0x7F.
       [](uint64_t w) {
-        return ((w - kSwarOnes * 0x20) & ~w & kSwarHigh) | SwarHasZero(w ^ (kSwarOnes * 0x7F));
+        return ((w - kOnes * 0x20) & ~w & kHigh) | swar::HasZero(w ^ (kOnes * 0x7F));
       },
       [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7F; });
 }
@@ -69,10 +66,10 @@ namespace {
 // from one byte into the next: each byte's low seven bits plus 0x3F stay
 // below 0x100).
 constexpr uint64_t SwarToLower(uint64_t w) {
-  const uint64_t low7 = w & ~kSwarHigh;
-  const uint64_t at_least_a = low7 + kSwarOnes * (0x80 - 'A');
-  const uint64_t above_z = low7 + kSwarOnes * (0x80 - 'Z' - 1);
-  const uint64_t upper = at_least_a & ~above_z & ~w & kSwarHigh;
+  const uint64_t low7 = w & ~kHigh;
+  const uint64_t at_least_a = low7 + kOnes * (0x80 - 'A');
+  const uint64_t above_z = low7 + kOnes * (0x80 - 'Z' - 1);
+  const uint64_t upper = at_least_a & ~above_z & ~w & kHigh;
   return w | (upper >> 2);
 }
 

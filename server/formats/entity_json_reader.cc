@@ -519,9 +519,11 @@ std::optional<ErrorReply> ParseEntityBody(std::string_view body, bool keys_from_
         entity->row_key = m.text;
         break;
       case BodyProperty::kValue: {
-        // Made in place, its name constructed, its value converted into it
-        // (no temporary Property to move and destroy).
-        storage::Property& p = entity->properties.emplace_back(std::string(m.name));
+        // Made in place, its value converted into it (no temporary Property
+        // to move and destroy). Not emplace_back(name): a parenthesized
+        // aggregate initialization, which clang before 16 does not take.
+        storage::Property& p = entity->properties.emplace_back();
+        p.name.assign(m.name.data(), m.name.size());
         if (auto err = ConvertValue(m, type, &p.value)) return err;
         break;
       }

@@ -1,5 +1,7 @@
 #include "server/formats/escape.h"
 
+#include "server/formats/swar.h"
+
 namespace cerulean::server {
 
 namespace {
@@ -43,17 +45,15 @@ size_t AppendPlainRun(std::string* out, std::string_view s, size_t i, Special sp
 // than '"' and '\\'. Eight bytes at a time (most strings in responses are
 // plain: keys, names, words).
 size_t JsonPlainPrefix(std::string_view s) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  auto has_zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  using swar::kHigh;
+  using swar::kOnes;
   size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
+    const uint64_t w = swar::Load(s.data() + i);
     // (w - 0x20..) & ~w & high flags a byte below 0x20 (for bytes without
     // the high bit; those are flagged by w & high anyway).
-    uint64_t special = ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh) |
-                       has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'));
+    uint64_t special = ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh) | swar::HasByte(w, '"') |
+                       swar::HasByte(w, '\\');
     if (special != 0) break;
   }
   for (; i < s.size(); ++i) {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "server/formats/swar.h"
+
 namespace cerulean::server {
 
 namespace {
@@ -44,27 +46,20 @@ bool IsPlainComponent(std::string_view s, bool in_query) {
   return true;
 }
 
-// The position of the first '%' (or '+', if `plus` too) of `s` at or after
-// `from`, or s.size(); eight bytes at a time.
+}  // namespace
+
 size_t FindEscapeOrPlus(std::string_view s, size_t from, bool plus) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  // Nonzero iff some byte of w is zero.
-  auto has_zero = [](uint64_t w) { return (w - kOnes) & ~w & kHigh; };
   auto special = [plus](char c) { return c == '%' || (plus && c == '+'); };
   size_t i = from;
   for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if ((has_zero(w ^ (kOnes * '%')) | (plus ? has_zero(w ^ (kOnes * '+')) : 0)) != 0) break;
+    const uint64_t w = swar::Load(s.data() + i);
+    if ((swar::HasByte(w, '%') | (plus ? swar::HasByte(w, '+') : 0)) != 0) break;
   }
   for (; i < s.size(); ++i) {
     if (special(s[i])) return i;
   }
   return s.size();
 }
-
-}  // namespace
 
 bool SplitPlainOriginForm(std::string_view target, std::string_view* path,
                           std::vector<std::pair<std::string_view, std::string_view>>* params) {

@@ -39,6 +39,10 @@ bool SplitPlainAbsoluteUrl(std::string_view url, std::string_view* scheme,
 // Percent-decodes `s` ('+' stays '+' unless plus_as_space). nullopt on a
 // malformed escape.
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_as_space = false);
+
+// The position of the first '%' (or '+', if `plus` too) of `s` at or after
+// `from`, or s.size(); eight bytes at a time.
+size_t FindEscapeOrPlus(std::string_view s, size_t from, bool plus);
 // PercentDecode into out[0, s.size()) (decoding never lengthens): the end of
 // the decoded bytes, or nullptr on a malformed escape.
 char* PercentDecodeTo(char* out, std::string_view s, bool plus_as_space);

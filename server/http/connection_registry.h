@@ -14,20 +14,13 @@
 #include <mutex>
 #include <vector>
 
+#include "storage/platform.h"
+
 namespace cerulean::server {
 
-// Milliseconds of the coarse monotonic clock (cheap: no system call), at
-// least 1: the clock of a connection's waiting and writing times. Inline,
-// like SetWaiting and SetWriting: the sessions call them on every request.
-inline std::int64_t CoarseNowMs() {
-  timespec ts;
-#if defined(CLOCK_MONOTONIC_COARSE)
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-#else
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
-#endif
-  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + 1;
-}
+// storage::CoarseMonotonicMs, at least 1 (0 means "not waiting"): the
+// clock of a connection's waiting and writing times.
+inline std::int64_t CoarseNowMs() { return storage::CoarseMonotonicMs() + 1; }
 
 class Connection;
 

@@ -9,6 +9,7 @@
 
 #include "server/formats/acl_xml.h"
 #include "server/formats/ascii.h"
+#include "storage/platform.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
@@ -16,17 +17,6 @@ namespace cerulean::server {
 namespace {
 
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
-
-// The coarse monotonic clock in milliseconds: cheap, no system call.
-std::int64_t CoarseNowMs() {
-  timespec ts;
-#if defined(CLOCK_MONOTONIC_COARSE)
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-#else
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // no coarse clock (macOS, Windows)
-#endif
-  return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
 
 // What FindCors can tell without the lock.
 enum CorsState : int { kUnknown, kNoRules, kRules };
@@ -96,7 +86,7 @@ DocumentCache::Slot* DocumentCache::FindSlot(std::string_view account) const {
 }
 
 std::int64_t DocumentCache::Now() const {
-  return options_.now_ms != nullptr ? options_.now_ms() : CoarseNowMs();
+  return options_.now_ms != nullptr ? options_.now_ms() : storage::CoarseMonotonicMs();
 }
 
 std::int64_t DocumentCache::ExpiryFromNow() const {

@@ -16,31 +16,8 @@ void QueryParams::Reserve(size_t n, size_t bytes) {
   reserved_bytes_ = bytes;
 }
 
-namespace {
-
-// True iff `s` holds a '%' or a '+', eight bytes at a time (a SAS brings
-// 200 bytes or so of parameters, most of them needing no decoding).
-bool HasEscapeOrPlus(std::string_view s) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  // Nonzero iff some byte of w is zero.
-  auto has_zero = [](uint64_t w) { return (w - kOnes) & ~w & kHigh; };
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if (has_zero(w ^ (kOnes * '%')) | has_zero(w ^ (kOnes * '+'))) return true;
-  }
-  for (; i < s.size(); ++i) {
-    if (s[i] == '%' || s[i] == '+') return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 std::optional<std::string_view> QueryParams::Decode(std::string_view encoded) {
-  if (!HasEscapeOrPlus(encoded)) return encoded;
+  if (FindEscapeOrPlus(encoded, 0, true) == encoded.size()) return encoded;
   // Decoding never lengthens: the output fits in encoded.size() bytes.
   if (decoded_free_ < encoded.size()) {
     const size_t size = std::max(encoded.size(), decoded_.empty() ? reserved_bytes_ : 0);
