@@ -32,6 +32,8 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=notices.sh
+source scripts/notices.sh
 repo=$(pwd)
 target=${1:-}
 case $target in
@@ -500,17 +502,8 @@ esac
 # the libraries' Debian copyright files and source licences, and the target's C and C++
 # runtime.
 write_notices() {
-  local pkg
   echo "The Cerulean server for $target links these libraries statically."
-  for pkg in libssl3 libsqlite3-0 libexpat1; do
-    printf '\n==================== Debian package %s %s ====================\n\n' "$pkg" \
-      "$(dpkg-query -W -f='${Version}' "$pkg")"
-    cat "/usr/share/doc/$pkg/copyright"
-  done
-  printf '\n==================== Boost %s (URL, ProgramOptions, Asio, Beast) ====================\n\n' \
-    "$(dpkg-query -W -f='${Version}' libboost-url1.81.0)"
-  awk 'prev == "License: BSL-1.0" && /Boost Software License - Version 1.0/ { p = 1; print prev }
-       p { print } p && /^$/ { exit } { prev = $0 }' /usr/share/doc/libboost-url1.81.0/copyright
+  debian_library_notices
   printf '\n==================== simdjson ====================\n\n'
   cat "$(debian_source simdjson libsimdjson-dev)/LICENSE"
   case $target in

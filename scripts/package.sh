@@ -26,6 +26,8 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=notices.sh
+source scripts/notices.sh
 repo=$(pwd)
 build_dir=${BUILD_DIR:-build}
 [[ $build_dir == /* ]] || build_dir=$repo/$build_dir
@@ -134,16 +136,7 @@ cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
 notices=$work/stage/THIRD-PARTY-NOTICES.txt
 {
   echo "The Cerulean server in this package links these libraries statically."
-  for pkg in libssl3 libsqlite3-0 libexpat1; do
-    printf '\n==================== Debian package %s %s ====================\n\n' "$pkg" \
-      "$(dpkg-query -W -f='${Version}' "$pkg")"
-    cat "/usr/share/doc/$pkg/copyright"
-  done
-  printf '\n==================== Boost %s (URL, ProgramOptions, Asio, Beast) ====================\n\n' \
-    "$(dpkg-query -W -f='${Version}' libboost-url1.81.0)"
-  # The licence's own text, from Debian's (very long) copyright file of Boost.
-  awk 'prev == "License: BSL-1.0" && /Boost Software License - Version 1.0/ { p = 1; print prev }
-       p { print } p && /^$/ { exit } { prev = $0 }' /usr/share/doc/libboost-url1.81.0/copyright
+  debian_library_notices
 } >"$notices"
 if wants nuget || wants npm; then
   portable_notices=$work/stage/THIRD-PARTY-NOTICES.portable.txt
@@ -152,7 +145,7 @@ if wants nuget || wants npm; then
     printf '\n==================== simdjson ====================\n\n'
     cat "$(dirname "$simdjson_cpp")/LICENSE"
     printf '\n==================== libstdc++ (GCC %s) ====================\n\n' \
-      "$(dpkg-query -W -f='${Version}' libstdc++6)"
+      "$(installed_version libstdc++6)"
     echo "GPL-3.0 with the GCC Runtime Library Exception 3.1, which asks nothing of a program it is linked into."
   } >"$portable_notices"
 fi
