@@ -155,7 +155,7 @@ setup_toolchain() {
   toolchain=$repo/cmake/toolchains/$target.cmake
   case $target in
     win-x64)
-      apt_install g++-mingw-w64-x86-64-posix
+      apt_install g++-mingw-w64-x86-64-posix wine64 # wine64: what runs it here (scripts/test.sh platforms)
       triple=x86_64-w64-mingw32
       export PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig
       cc=$triple-gcc-posix cxx=$triple-g++-posix
