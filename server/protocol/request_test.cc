@@ -77,6 +77,21 @@ TEST_CASE("RequestBody: the parser's body limit still holds") {
   CHECK(ec == http::error::body_limit);
 }
 
+TEST_CASE("Header: the first field of a name, in any case, among few fields or thousands") {
+  for (int fields : {3, 31, 32, 33, 2000}) {
+    CAPTURE(fields);
+    HttpRequest req;
+    for (int i = 0; i < fields; ++i) req.insert("X-Field-" + std::to_string(i), std::to_string(i));
+    req.insert("X-Ms-Version", "first");
+    req.insert("x-ms-version", "second");
+    CHECK(Header(req, "x-ms-version") == "first");
+    CHECK(Header(req, "X-FIELD-0") == "0");
+    CHECK(Header(req, "x-field-" + std::to_string(fields - 1)) == std::to_string(fields - 1));
+    CHECK(Header(req, "x-field-none").empty());
+    CHECK(Header(req, "x-field").empty());
+  }
+}
+
 TEST_CASE("QueryParams: decoded views, of the target where nothing needs decoding") {
   const std::string target =
       "sv=2021-12-02&se=2026-01-01T00%3A00%3AZ&sig=ab%2Bc%3D&x=a+b&$top=5&e=";
