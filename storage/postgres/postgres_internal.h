@@ -1,5 +1,6 @@
 // Internal to the PostgresStore implementation (postgres_store.cc,
-// postgres_entities.cc, snapshots.cc): pieces they share.
+// postgres_tables.cc, postgres_entities.cc, snapshots.cc, postgres_prober.cc,
+// postgres_reaper.cc): pieces they share.
 // Thread-safety: as PostgresStore.
 #pragma once
 
@@ -19,6 +20,10 @@ inline constexpr std::string_view kLookupTableSql =
     "SELECT id, name FROM cerulean_tables WHERE account = $1 AND name_lower = $2";
 inline constexpr std::string_view kLockTableSql =
     "SELECT id, name FROM cerulean_tables WHERE account = $1 AND name_lower = $2 FOR SHARE";
+
+// pg_advisory_lock keys (any constant; chosen to be unlikely elsewhere).
+inline constexpr int64_t kSchemaLockKey = 0x6365727531;  // "ceru1"
+inline constexpr int64_t kReaperLockKey = 0x6365727532;  // "ceru2"
 
 // Looks the live table up: its id (and name as created, if `name` is set),
 // kTableNotFound, or the database's error. `lock` takes a share lock on the

@@ -358,7 +358,7 @@ TEST_CASE("postgres: Delete Table and reset leave the rows to the reaper, one no
   CHECK(a->CountPendingReapsForTesting().value() == 2);
 
   // While another node reaps (holds the reaper's advisory lock,
-  // kReaperLockKey in postgres_store.cc), a node's pass leaves the work to it.
+  // kReaperLockKey in postgres_internal.h), a node's pass leaves the work to it.
   std::unique_ptr<PgConnection> other;
   REQUIRE(PgConnection::Open(test::PgTestUrl(), a.get_deleter().schema, &other).ok());
   PgResult r;

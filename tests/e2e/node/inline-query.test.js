@@ -1,5 +1,5 @@
 'use strict';
-// Where Query Entities is answered (server/operations/entities.cc): a short
+// Where Query Entities is answered (server/operations/query_entities.cc): a short
 // page of key ranges only, with a short filter, on the thread that read the
 // request; anything else (a residual filter, Atom, a long filter, a long
 // page) on the blocking pool. Both must give the same answer; /_metrics
