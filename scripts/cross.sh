@@ -470,10 +470,13 @@ case $target in
     build_static_libraries
     zig_opts=()
     case $target in
-      # Static and at a fixed address (CERULEAN_FAST_START), with mimalloc.
+      # Static and at a fixed address (CERULEAN_FAST_START), with mimalloc, and with
+      # memcmp, memchr, memcpy and memmove of its own (CERULEAN_STRING_FUNCTIONS): musl's
+      # work a byte at a time (memcmp) or with `rep movs`, which costs most on short strings.
       linux-musl-*)
         build_mimalloc
-        zig_opts=(-DCERULEAN_FAST_START=ON -DCERULEAN_ALLOCATOR_OBJECT="$prefix/lib/mimalloc.o")
+        zig_opts=(-DCERULEAN_FAST_START=ON -DCERULEAN_ALLOCATOR_OBJECT="$prefix/lib/mimalloc.o"
+          -DCERULEAN_STRING_FUNCTIONS=ON)
         ;;
       # macOS runs only position-independent executables on arm64 (and the SDK's linker
       # makes them everywhere); the libraries are static archives all the same.
