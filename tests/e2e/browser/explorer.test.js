@@ -464,11 +464,15 @@ describe('explorer in headless Chromium', () => {
     await page.click('#entity-error button');
     await page.waitForFunction(() => document.querySelector('#props .p-value').value === 'theirs');
     assert.ok(await page.isHidden('#entity-error'));
-    // Now the ETag is current: the write goes through.
+    // Now the ETag is current: the write goes through. The editor shows
+    // the entity read back after it, with its new ETag (the value typed is
+    // there before the write, so it tells nothing).
+    const etagRead = await text('#e-etag');
     await page.fill('#props tbody tr:first-child .p-value', 'edited');
     await page.click('#e-replace');
-    await page.waitForFunction(() => document.querySelector('#props .p-value').value === 'edited'
-      && document.getElementById('entity-error').hidden);
+    await page.waitForFunction((before) => document.getElementById('e-etag').textContent !== before
+      && document.querySelector('#props .p-value').value === 'edited'
+      && document.getElementById('entity-error').hidden, etagRead);
     assert.equal(JSON.parse((await getEntity(server, t, 'p', 'r')).body).V, 'edited');
 
     // Delete with a stale ETag is refused the same way; then confirmed.

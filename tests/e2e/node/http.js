@@ -54,6 +54,7 @@ function headerValue(headers, name) {
 //   headers: extra headers (may override the defaults); a header whose value
 //            is null is removed
 //   body:    string | Buffer | object (JSON-encoded)
+//   agent:   the http.Agent to send it with (default: a shared keep-alive one)
 // Resolves to { status, statusMessage, headers (lower-case names), rawHeaders,
 // body (string), json (parsed body or undefined) }.
 function request(server, {
@@ -67,6 +68,7 @@ function request(server, {
   account,
   date,
   signPath,
+  agent: clientAgent,
 } = {}) {
   const acct = account || server.account;
   const target = rawTarget !== undefined ? rawTarget : `/${server.account}${path}`;
@@ -120,7 +122,7 @@ function request(server, {
       method,
       path: target,
       headers: h,
-      agent,
+      agent: clientAgent || agent,
     }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));

@@ -13,15 +13,24 @@ const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
+const http = require('node:http');
 const path = require('node:path');
 const { TableClient, AzureNamedKeyCredential } = require('@azure/data-tables');
 
 const { startServer, uniqueTableName } = require('./server');
-const { request } = require('./http');
+const { request: sharedRequest } = require('./http');
 const { metricCounts } = require('./util');
 
+// Every request of this file goes over one connection, so that each arrives
+// only once the server has finished writing the answer before it. On a
+// second connection a request can be parsed before that answer's write has
+// completed, while the server still counts two requests in flight, and then
+// no page is rendered ahead after it.
+const oneConnection = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const request = (server, options) => sharedRequest(server, { agent: oneConnection, ...options });
+
 async function prefetchCounts(server) {
-  const counts = await metricCounts(server, 'cerulean_page_prefetch_total', 'result');
+  const counts = await metricCounts(server, 'cerulean_page_prefetch_total', 'result', oneConnection);
   assert.deepEqual(Object.keys(counts).sort(), ['served', 'stale', 'started', 'stopped']);
   return counts;
 }

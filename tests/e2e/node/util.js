@@ -99,8 +99,9 @@ function compareKeys(a, b) {
 
 // A counter of /_metrics by the values of one label, e.g.
 // metricCounts(server, 'cerulean_queries_total', 'answered') -> { deferred: 1, inline: 3 }.
-async function metricCounts(server, metric, label) {
-  const res = await request(server, { rawTarget: '/_metrics', auth: 'none' });
+// `agent` sends it over that http.Agent's connections.
+async function metricCounts(server, metric, label, agent) {
+  const res = await request(server, { rawTarget: '/_metrics', auth: 'none', agent });
   assert.equal(res.status, 200, res.body);
   const counts = {};
   for (const m of res.body.matchAll(new RegExp(`^${metric}\\{${label}="(\\w+)"\\} (\\d+)$`, 'gm'))) {
