@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -86,12 +87,14 @@ TEST_CASE("platform: FindByte finds the first match as memchr does") {
 // Copies n bytes with `copy` into a buffer at dst_at, from src_at of the
 // same buffer or of another one that ends where the n bytes end, and checks
 // the whole destination buffer against std::memmove's result (and that the
-// other buffer is unchanged).
+// other buffer is unchanged). The other buffer holds at least one byte: the
+// C library's functions take no null pointer, even for 0 bytes.
 template <typename Copy>
 void CheckCopy(std::mt19937_64& rng, std::size_t n, std::size_t dst_at, std::size_t src_at,
                bool same_buffer, Copy copy) {
   const std::size_t size = kGuard + 4096 + 64 + kGuard;
-  std::vector<unsigned char> got(size), other(same_buffer ? 0 : src_at + n);
+  std::vector<unsigned char> got(size),
+      other(same_buffer ? 0 : std::max<std::size_t>(src_at + n, 1));
   for (auto& byte : got) byte = static_cast<unsigned char>(rng());
   for (auto& byte : other) byte = static_cast<unsigned char>(rng());
   std::vector<unsigned char> want = got;
