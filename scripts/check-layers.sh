@@ -3,12 +3,12 @@
 # file includes a header of a layer above its own. The order, bottom first
 # (one CMake library each, linked in this order; server/README.md, "Layout"):
 #
-#   storage  odata  server/formats  server/protocol  server/admin
-#   server/operations  server/http  server (main.cc, cli)
+#   storage  odata  server/formats  server/protocol  server/runtime
+#   server/devtools  server/operations  server/http  server (main.cc, cli)
 #
 # A layer may include its own headers and those of any layer below it. Tests,
 # fuzz entries and micro-benchmarks (*_test.cc, *_fuzz.cc, *_bench.cc) and the
-# test harness server/operations/test_server.h are exempt: their binaries link
+# test harness server/http/test_server.h are exempt: their binaries link
 # every layer of their module.
 #
 #   bash scripts/check-layers.sh    # prints each violation, then "N passed, M failed"
@@ -19,9 +19,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Every quoted include of every library source, as "FILE:LINE", checked in
 # one pass: a path's layer is the longest entry of the list that holds it.
 git ls-files -- 'storage/*.h' 'storage/*.cc' 'odata/*.h' 'odata/*.cc' 'server/*.h' 'server/*.cc' |
-  grep -Ev '(_test|_fuzz|_bench)\.cc$|^server/operations/test_server\.h$' |
+  grep -Ev '(_test|_fuzz|_bench)\.cc$|^server/http/test_server\.h$' |
   xargs grep -H -e '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' /dev/null |
-  awk -v order="storage odata server/formats server/protocol server/admin server/operations server/http server" '
+  awk -v order="storage odata server/formats server/protocol server/runtime server/devtools server/operations server/http server" '
     BEGIN { n = split(order, layer, " ") }
     function rank(path,   i, best, len) {
       best = 0; len = 0

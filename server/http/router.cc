@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/faults.h"
-#include "server/admin/logger.h"
-#include "server/admin/metrics.h"
+#include "server/devtools/faults.h"
+#include "server/devtools/logger.h"
+#include "server/devtools/metrics.h"
 #include "server/formats/ascii.h"
 #include "server/formats/guid.h"
 #include "server/formats/http_date.h"
@@ -17,9 +17,9 @@
 #include "server/http/scheduler.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
-#include "server/protocol/blocking_pool.h"
+#include "server/runtime/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/protocol/response_budget.h"
+#include "server/runtime/response_budget.h"
 #include "server/protocol/routes.h"
 
 namespace cerulean::server {

@@ -4,7 +4,7 @@
 // verdict) — and, on a store whose reads do not wait on the network
 // (SQLite), the point reader: GetEntityRow and ScanRows with the
 // point_reader hint (one row, or a short page of key ranges). Every route is
-// driven through the production entry path (operations/test_server.h) on
+// driven through the production entry path (http/test_server.h) on
 // both kinds of store, with cold and warm document caches, and each store
 // call is recorded with whether it ran on the I/O thread.
 #include "server/http/scheduler.h"
@@ -23,10 +23,10 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/faults.h"
+#include "server/devtools/faults.h"
 #include "server/formats/url.h"
-#include "server/operations/test_server.h"
-#include "server/protocol/blocking_pool.h"
+#include "server/http/test_server.h"
+#include "server/runtime/blocking_pool.h"
 #include "server/protocol/routes.h"
 #include "storage/store_wrapper.h"
 

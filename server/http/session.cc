@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "server/admin/faults.h"
-#include "server/admin/logger.h"
+#include "server/devtools/faults.h"
+#include "server/devtools/logger.h"
 #include "server/http/response_serializer.h"
-#include "server/protocol/body_budget.h"
-#include "server/protocol/page_prefetch.h"
+#include "server/runtime/body_budget.h"
+#include "server/runtime/page_prefetch.h"
 
 namespace cerulean::server {
 

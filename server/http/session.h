@@ -45,7 +45,7 @@
 #include "server/http/scheduler.h"
 #include "server/http/session_group.h"
 #include "server/protocol/request.h"
-#include "server/protocol/response_budget.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 

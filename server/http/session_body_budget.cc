@@ -7,7 +7,7 @@
 #include <string>
 
 #include "server/http/session.h"
-#include "server/protocol/body_budget.h"
+#include "server/runtime/body_budget.h"
 
 namespace cerulean::server {
 

@@ -14,12 +14,12 @@
 #include <string>
 #include <thread>
 
-#include "server/admin/faults.h"
+#include "server/devtools/faults.h"
 #include "server/formats/http_date.h"
 #include "server/http/listener.h"
-#include "server/operations/test_server.h"
-#include "server/protocol/blocking_pool.h"
-#include "server/protocol/body_budget.h"
+#include "server/http/test_server.h"
+#include "server/runtime/blocking_pool.h"
+#include "server/runtime/body_budget.h"
 #include "server/protocol/document_cache.h"
 
 namespace cerulean::server {

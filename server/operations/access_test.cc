@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "server/admin/faults.h"
-#include "server/admin/metrics.h"
+#include "server/devtools/faults.h"
+#include "server/devtools/metrics.h"
 #include "server/formats/http_date.h"
-#include "server/operations/test_server.h"
+#include "server/http/test_server.h"
 #include "server/protocol/query_plan_header.h"
 
 namespace cerulean::server {

@@ -2,16 +2,16 @@
 // table names cannot contain '_', so these never collide with the Table API.
 #include "server/operations/admin.h"
 
-#include "server/admin/explorer.h"
-#include "server/admin/faults.h"
-#include "server/admin/metrics.h"
+#include "server/devtools/explorer.h"
+#include "server/devtools/faults.h"
+#include "server/devtools/metrics.h"
 #include "server/formats/escape.h"
 #include "server/formats/url.h"
 #include "server/operations/test_double.h"
-#include "server/protocol/body_budget.h"
+#include "server/runtime/body_budget.h"
 #include "server/protocol/document_cache.h"
-#include "server/protocol/page_prefetch.h"
-#include "server/protocol/response_budget.h"
+#include "server/runtime/page_prefetch.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 
@@ -58,7 +58,7 @@ std::optional<HttpResponse> PrepareAdmin(const ServerContext& ctx, Request& req)
 }
 
 HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_view path) {
-  // The explorer's page and assets (server/admin/explorer.h); unknown when it is
+  // The explorer's page and assets (server/devtools/explorer.h); unknown when it is
   // turned off (--disableExplorer).
   if (ctx.options.explorer && IsExplorerPath(path)) return ServeExplorer(req, path);
   if (path == "/_health" &&

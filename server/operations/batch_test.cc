@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/operations/test_server.h"
+#include "server/http/test_server.h"
 
 namespace cerulean::server {
 namespace {

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/operations/test_server.h"
-#include "server/protocol/response_budget.h"
+#include "server/http/test_server.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 namespace {

@@ -8,15 +8,15 @@
 #include <memory>
 
 #include "odata/query.h"
-#include "server/admin/logger.h"
-#include "server/admin/metrics.h"
+#include "server/devtools/logger.h"
+#include "server/devtools/metrics.h"
 #include "server/formats/entity_atom.h"
 #include "server/formats/escape.h"
 #include "server/operations/operations.h"
-#include "server/protocol/page_prefetch.h"
+#include "server/runtime/page_prefetch.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
-#include "server/protocol/response_budget.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/operations/test_server.h"
+#include "server/http/test_server.h"
 #include "storage/store_wrapper.h"
 
 namespace cerulean::server {

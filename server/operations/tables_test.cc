@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/operations/test_server.h"
+#include "server/http/test_server.h"
 
 namespace cerulean::server {
 namespace {

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "server/admin/faults.h"
+#include "server/devtools/faults.h"
 #include "server/formats/url.h"
 #include "server/operations/admin.h"
 #include "server/protocol/document_cache.h"

@@ -1,5 +1,5 @@
 'use strict';
-// Query Entities pages rendered ahead (server/protocol/page_prefetch.h): after a page
+// Query Entities pages rendered ahead (server/runtime/page_prefetch.h): after a page
 // with a continuation is written, the server renders the next one; the
 // request for it gets that rendering only if nothing was written meanwhile.
 // Whether a rendering ahead is done before the next request arrives is a

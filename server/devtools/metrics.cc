@@ -1,4 +1,4 @@
-#include "server/admin/metrics.h"
+#include "server/devtools/metrics.h"
 
 #include <algorithm>
 #include <tuple>

@@ -1,4 +1,4 @@
-#include "server/admin/fixtures.h"
+#include "server/devtools/fixtures.h"
 
 #include <map>
 #include <nlohmann/json.hpp>

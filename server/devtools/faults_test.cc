@@ -1,4 +1,4 @@
-#include "server/admin/faults.h"
+#include "server/devtools/faults.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "server/admin/logger.h"
+#include "server/devtools/logger.h"
 
 #include "server/formats/ascii.h"
 #include "server/formats/escape.h"

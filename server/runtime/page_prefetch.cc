@@ -1,11 +1,11 @@
-#include "server/protocol/page_prefetch.h"
+#include "server/runtime/page_prefetch.h"
 
 #include <boost/asio/post.hpp>
 #include <exception>
 #include <thread>
 #include <utility>
 
-#include "server/protocol/blocking_pool.h"
+#include "server/runtime/blocking_pool.h"
 
 namespace cerulean::server {
 

@@ -31,7 +31,7 @@
 #include "server/formats/http_date.h"
 #include "server/http/router.h"
 #include "server/protocol/auth.h"
-#include "server/protocol/blocking_pool.h"
+#include "server/runtime/blocking_pool.h"
 #include "server/protocol/document_cache.h"
 #include "storage/sqlite/sqlite_store.h"
 

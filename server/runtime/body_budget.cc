@@ -1,4 +1,4 @@
-#include "server/protocol/body_budget.h"
+#include "server/runtime/body_budget.h"
 
 #include <boost/asio/post.hpp>
 #include <utility>

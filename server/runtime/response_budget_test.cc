@@ -1,4 +1,4 @@
-#include "server/protocol/response_budget.h"
+#include "server/runtime/response_budget.h"
 
 #include <doctest/doctest.h>
 

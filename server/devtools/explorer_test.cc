@@ -1,8 +1,8 @@
 // Tests of the explorer's server side: the page's assets at /_explorer and
 // the x-cerulean-query-plan header of Query Entities, through the
-// production entry path (operations/test_server.h) with Shared Key signed
+// production entry path (http/test_server.h) with Shared Key signed
 // requests on an in-memory store.
-#include "server/admin/explorer.h"
+#include "server/devtools/explorer.h"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/operations/test_server.h"
+#include "server/http/test_server.h"
 #include "server/protocol/query_plan_header.h"
 
 namespace cerulean::server {

@@ -1,5 +1,5 @@
 // Tests of the memory figures /_metrics reports (Metrics::RenderMemory).
-#include "server/admin/metrics.h"
+#include "server/devtools/metrics.h"
 
 #include <doctest/doctest.h>
 

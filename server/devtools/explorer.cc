@@ -1,4 +1,4 @@
-#include "server/admin/explorer.h"
+#include "server/devtools/explorer.h"
 
 #include <string>
 

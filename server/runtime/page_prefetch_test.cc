@@ -1,4 +1,4 @@
-#include "server/protocol/page_prefetch.h"
+#include "server/runtime/page_prefetch.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "server/protocol/blocking_pool.h"
+#include "server/runtime/blocking_pool.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server {

@@ -1,6 +1,6 @@
 // The table explorer: a single-page app served at /_explorer from assets
-// compiled into the binary (server/admin/explorer/*, embedded at build time by
-// server/admin/explorer/embed.cmake). The page carries no data: it signs its own
+// compiled into the binary (server/devtools/explorer/*, embedded at build time by
+// server/devtools/explorer/embed.cmake). The page carries no data: it signs its own
 // requests to the Table API in the browser, like any other client.
 // Thread-safety: the assets are immutable; ServeExplorer may run
 // concurrently.
@@ -15,7 +15,7 @@
 namespace cerulean::server {
 
 struct ExplorerAsset {
-  std::string_view name;  // file name in server/admin/explorer, e.g. "app.js"
+  std::string_view name;  // file name in server/devtools/explorer, e.g. "app.js"
   std::string_view content_type;
   std::string_view body;
 };

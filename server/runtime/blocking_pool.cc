@@ -1,4 +1,4 @@
-#include "server/protocol/blocking_pool.h"
+#include "server/runtime/blocking_pool.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Tests of the body budget: what fits is taken at once, the rest waits in
 // order and is granted as bytes come back, a body larger than the budget
 // still gets through alone, and a waiter can leave.
-#include "server/protocol/body_budget.h"
+#include "server/runtime/body_budget.h"
 
 #include <doctest/doctest.h>
 
