@@ -30,7 +30,7 @@ HttpResponse ServeExplorer(const Request& req, std::string_view path) {
   for (const ExplorerAsset& asset : ExplorerAssets()) {
     if (asset.name != name) continue;
     HttpResponse res = MakeResponse(req, http::status::ok);
-    res.set(http::field::content_type, asset.content_type);
+    res.set("Content-Type", asset.content_type);
     res.set("Content-Security-Policy", kContentSecurityPolicy);
     res.set("X-Frame-Options", "DENY");
     res.set("Referrer-Policy", "no-referrer");

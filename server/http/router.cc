@@ -182,7 +182,7 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   const Route* route = nullptr;
   if (auto err = FindRoute(
           RouteKey{req.path.kind, req.method, req.query.Get("comp"), req.query.Get("restype"),
-                   http.find(http::field::if_match) != http.end()},
+                   http.find("If-Match") != http.end()},
           &route)) {
     return ErrorResponse(req, *err);
   }

@@ -81,9 +81,9 @@ HttpResponse ResolveNow(const ServerContext& ctx, Request& req, OperationResult 
 void FinishResponse(const Request& req, HttpResponse& res, bool keep_alive) {
   res.set("x-ms-request-id", req.request_id);
   res.set("x-ms-version", req.version.empty() ? std::string(kNewestVersion) : req.version);
-  res.set(http::field::date, HttpDateNow());
-  res.set(http::field::server, "Cerulean-Table/" CERULEAN_VERSION);
-  res.set(http::field::cache_control, "no-cache");
+  res.set("Date", HttpDateNow());
+  res.set("Server", "Cerulean-Table/" CERULEAN_VERSION);
+  res.set("Cache-Control", "no-cache");
   res.set("X-Content-Type-Options", "nosniff");
   std::string_view client_id = Header(req.http, "x-ms-client-request-id");
   if (!client_id.empty()) res.set("x-ms-client-request-id", client_id);

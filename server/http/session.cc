@@ -100,7 +100,7 @@ void HttpSession<Derived>::DoRead() {
   parser_->OnRequestLine(this);
   SetWaiting(true);
   beast::get_lowest_layer(derived().stream()).expires_after(group_->limits().keep_alive_timeout);
-  http::async_read_header(
+  boost::beast::http::async_read_header(
       derived().stream(), buffer_, *parser_,
       beast::bind_front_handler(&HttpSession::OnHeader, derived().shared_from_this()));
 }
@@ -127,9 +127,9 @@ template <class Derived>
 void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
   Guard("read", [&] {
     if (ec) {
-      if (ec == http::error::end_of_stream) return derived().DoClose();
-      if (ec == http::error::body_limit) return RejectTooLarge();
-      if (ec == http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
+      if (ec == boost::beast::http::error::end_of_stream) return derived().DoClose();
+      if (ec == boost::beast::http::error::body_limit) return RejectTooLarge();
+      if (ec == boost::beast::http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
         return RejectHeaderTooLarge();
       }
       return Fail(ec, "read");
@@ -250,7 +250,7 @@ void HttpSession<Derived>::Fail(beast::error_code ec, const char* what) {
   // socket closes); they are logged with --debug only, so that a client
   // cannot flood the log.
   if (ec == beast::error::timeout || ec == net::error::operation_aborted ||
-      ec == net::error::connection_reset || ec == http::error::partial_message ||
+      ec == net::error::connection_reset || ec == boost::beast::http::error::partial_message ||
       ec == net::error::eof || ec == ssl::error::stream_truncated) {
     return;
   }

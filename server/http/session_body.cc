@@ -72,7 +72,7 @@ void HttpSession<Derived>::ReadBodyBytes() {
   while (buffer_.size() > 0 && !parser_->is_done()) {
     const size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
-    if (ec == http::error::need_more) {
+    if (ec == boost::beast::http::error::need_more) {
       ec = {};
       break;
     }
@@ -95,7 +95,7 @@ void HttpSession<Derived>::ContinueBody() {
       group_->limits().request_timeout);
   beast::get_lowest_layer(derived().stream()).expires_at(body_clock_ + allowed);
   body_deadline_ = true;
-  http::async_read_some(
+  boost::beast::http::async_read_some(
       derived().stream(), buffer_, *parser_,
       beast::bind_front_handler(&HttpSession::OnBody, derived().shared_from_this()));
 }
@@ -112,8 +112,8 @@ template <class Derived>
 void HttpSession<Derived>::BodyRead(beast::error_code ec) {
   if (ec) {
     // A chunked body over the limit: the request's, or the protocol's.
-    if (ec == http::error::body_limit && body_capped_) return RefuseCappedBody();
-    if (ec == http::error::body_limit) return RejectTooLarge();
+    if (ec == boost::beast::http::error::body_limit && body_capped_) return RefuseCappedBody();
+    if (ec == boost::beast::http::error::body_limit) return RejectTooLarge();
     return Fail(ec, "read");
   }
   body_unread_ = false;
@@ -133,7 +133,7 @@ void HttpSession<Derived>::DiscardBody() {
   // Waiting: at the connection limit, a connection that only sends what is
   // dropped makes room first.
   SetWaiting(true);
-  http::async_read(
+  boost::beast::http::async_read(
       derived().stream(), buffer_, *parser_,
       beast::bind_front_handler(&HttpSession::OnDiscarded, derived().shared_from_this()));
 }

@@ -47,10 +47,12 @@ void HttpSession<Derived>::ReserveBody() {
   budget_wait_started_ = std::chrono::steady_clock::now();
   std::weak_ptr<Derived> weak = derived().shared_from_this();
   budget_ticket_ =
-      budget->Enqueue(wanted, derived().stream().get_executor(), [weak, budget](size_t taken) {
-        auto self = weak.lock();
-        if (!self) return budget->Release(taken);
-        self->Guard("budget", [&] { self->OnBudget(taken); });
+      budget->Enqueue(wanted, [weak, budget, ex = derived().stream().get_executor()](size_t taken) {
+        net::post(ex, [weak, budget, taken] {
+          auto self = weak.lock();
+          if (!self) return budget->Release(taken);
+          self->Guard("budget", [&] { self->OnBudget(taken); });
+        });
       });
   budget_timer_.emplace(derived().stream().get_executor());
   budget_timer_->expires_after(group_->limits().request_timeout);

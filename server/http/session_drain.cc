@@ -51,7 +51,7 @@ void HttpSession<Derived>::RejectTooLarge() {
   std::optional<std::uint64_t> length;  // none for a chunked body
   if (parser_->is_header_done()) {
     if (auto l = parser_->content_length()) length = *l;
-  } else if (auto it = parser_->get().find(http::field::content_length);
+  } else if (auto it = parser_->get().find("Content-Length");
              it != parser_->get().end()) {
     std::uint64_t v = 0;
     const auto text = it->value();
@@ -66,7 +66,7 @@ void HttpSession<Derived>::RejectTooLarge() {
   BeginRequest();
   HttpResponse res = ErrorResponse(r, ErrorReply(AzureError::kRequestBodyTooLarge));
   res.set("x-ms-request-id", r.request_id);
-  res.set(http::field::date, HttpDateNow());
+  res.set("Date", HttpDateNow());
   res.keep_alive(false);
   res.prepare_payload();
   DoWrite(std::move(res), true);
@@ -85,8 +85,8 @@ void HttpSession<Derived>::RejectHeaderTooLarge() {
   HttpResponse res{
       line_too_long ? http::status::uri_too_long : http::status::request_header_fields_too_large,
       11};
-  res.set(http::field::content_type, "text/plain; charset=utf-8");
-  res.set(http::field::date, HttpDateNow());
+  res.set("Content-Type", "text/plain; charset=utf-8");
+  res.set("Date", HttpDateNow());
   res.body() = line_too_long ? "Request URL Too Long" : "Request Header Fields Too Large";
   res.keep_alive(false);
   res.prepare_payload();

@@ -66,7 +66,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
     bool healthy = ctx.store->Healthy();
     HttpResponse res =
         MakeResponse(req, healthy ? http::status::ok : http::status::service_unavailable);
-    res.set(http::field::content_type, "application/json");
+    res.set("Content-Type", "application/json");
     if (healthy) {
       res.body() = R"({"status":"ok"})";
     } else {
@@ -91,7 +91,7 @@ HttpResponse HandleAdmin(const ServerContext& ctx, Request& req, std::string_vie
       return ErrorResponse(req, ErrorReply(AzureError::kAuthorizationFailure));
     }
     HttpResponse res = MakeResponse(req, http::status::ok);
-    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.set("Content-Type", "text/plain; version=0.0.4");
     if (ctx.metrics) {
       res.body() = ctx.metrics->Render() +
                    ctx.metrics->RenderUsage(*ctx.store, ctx.options.public_metrics, signer);

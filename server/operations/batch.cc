@@ -183,7 +183,7 @@ HttpResponse MultipartResponse(const Request& req, BatchResponseWriter* writer) 
   HttpResponse res = MakeResponse(req, http::status::accepted);
   std::string content_type;
   res.body() = writer->Finish(&content_type);
-  res.set(http::field::content_type, content_type);
+  res.set("Content-Type", content_type);
   return res;
 }
 
@@ -192,7 +192,7 @@ HttpResponse MultipartResponse(const Request& req, const std::vector<BatchSubRes
   HttpResponse res = MakeResponse(req, http::status::accepted);
   std::string content_type;
   res.body() = SerializeBatchResponse(subs, changeset, &content_type);
-  res.set(http::field::content_type, content_type);
+  res.set("Content-Type", content_type);
   return res;
 }
 

@@ -133,7 +133,7 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
                                                 });
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
-    res.set(http::field::etag, ETagFor(timestamp));
+    res.set("ETag", ETagFor(timestamp));
     return res;
   }
   auto entity =
@@ -141,7 +141,7 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
   if (!entity.ok()) return ErrorResponse(req, FromStatus(entity.status()));
   HttpResponse res =
       EntityResponse(req, http::status::ok, *entity, opts.select ? &*opts.select : nullptr);
-  res.set(http::field::etag, ETagFor(entity->timestamp));
+  res.set("ETag", ETagFor(entity->timestamp));
   return res;
 }
 
@@ -155,7 +155,7 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
   if (req.op == Operation::kDeleteEntity) return MakeResponse(req, http::status::no_content);
   if (req.op != Operation::kInsertEntity) {
     HttpResponse res = MakeResponse(req, http::status::no_content);
-    res.set(http::field::etag, ETagFor(ts));
+    res.set("ETag", ETagFor(ts));
     return res;
   }
   // Composed in one buffer (the chain of + made a string per step).
@@ -167,8 +167,8 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
   std::string_view prefer = Header(req.http, "Prefer");
   if (prefer == "return-no-content") {
     HttpResponse res = MakeResponse(req, http::status::no_content);
-    res.set(http::field::etag, ETagFor(ts));
-    res.set(http::field::location, location);
+    res.set("ETag", ETagFor(ts));
+    res.set("Location", location);
     res.set("DataServiceId", location);
     res.set("Preference-Applied", "return-no-content");
     return res;
@@ -176,8 +176,8 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
   storage::Entity stored = entity;
   stored.timestamp = ts;
   HttpResponse res = EntityResponse(req, http::status::created, stored, nullptr);
-  res.set(http::field::etag, ETagFor(ts));
-  res.set(http::field::location, location);
+  res.set("ETag", ETagFor(ts));
+  res.set("Location", location);
   if (prefer == "return-content") res.set("Preference-Applied", "return-content");
   return res;
 }
@@ -185,8 +185,8 @@ HttpResponse AnswerWriteEntity(const Request& req, const storage::ApplyOutcome& 
 }  // namespace
 
 OperationResult WriteEntity(const ServerContext& /*ctx*/, Request& req) {
-  if (req.http.find(http::field::if_none_match) != req.http.end()) {
-    bool both = req.http.find(http::field::if_match) != req.http.end();
+  if (req.http.find("If-None-Match") != req.http.end()) {
+    bool both = req.http.find("If-Match") != req.http.end();
     return ErrorResponse(
         req,
         ErrorReply(AzureError::kInvalidInput,
@@ -197,7 +197,7 @@ OperationResult WriteEntity(const ServerContext& /*ctx*/, Request& req) {
                               " operations."));
   }
   std::optional<std::string_view> if_match;
-  if (auto it = req.http.find(http::field::if_match); it != req.http.end()) {
+  if (auto it = req.http.find("If-Match"); it != req.http.end()) {
     if_match = std::string_view(it->value().data(), it->value().size());
   }
 

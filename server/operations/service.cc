@@ -27,7 +27,7 @@ storage::Status ReadServiceProperties(const ServerContext& ctx, const std::strin
 
 HttpResponse XmlResponse(const Request& req, http::status status, std::string body) {
   HttpResponse res = MakeResponse(req, status);
-  res.set(http::field::content_type, "application/xml");
+  res.set("Content-Type", "application/xml");
   res.body() = std::move(body);
   return res;
 }
@@ -90,7 +90,7 @@ HttpResponse Preflight(const ServerContext&, Request& req) {
   res.set("Access-Control-Max-Age", std::to_string(rule->max_age));
   if (!any_origin) {
     res.set("Access-Control-Allow-Credentials", "true");
-    res.set(http::field::vary, "Origin");
+    res.set("Vary", "Origin");
   }
   return res;
 }
@@ -104,7 +104,7 @@ void ApplyCorsHeaders(const Request& req, HttpResponse& res) {
   const CorsRule* rule =
       origin.empty() ? nullptr : MatchCorsRule(*req.cors, origin, req.http.method_string());
   if (rule == nullptr) {
-    res.set(http::field::vary, "Origin");
+    res.set("Vary", "Origin");
     return;
   }
   bool any_origin = rule->allowed_origins.size() == 1 && rule->allowed_origins[0] == "*";
@@ -131,7 +131,7 @@ void ApplyCorsHeaders(const Request& req, HttpResponse& res) {
   if (!exposed.empty()) res.set("Access-Control-Expose-Headers", exposed);
   if (!any_origin) {
     res.set("Access-Control-Allow-Credentials", "true");
-    res.set(http::field::vary, "Origin");
+    res.set("Vary", "Origin");
   }
 }
 

@@ -115,13 +115,13 @@ HttpResponse CreateTable(const ServerContext& ctx, Request& req) {
   std::string_view prefer = Header(req.http, "Prefer");
   if (prefer == "return-no-content") {
     HttpResponse res = MakeResponse(req, http::status::no_content);
-    res.set(http::field::location, location);
+    res.set("Location", location);
     res.set("DataServiceId", location);
     res.set("Preference-Applied", "return-no-content");
     return res;
   }
   HttpResponse res = TableResponse(req, http::status::created, name);
-  res.set(http::field::location, location);
+  res.set("Location", location);
   if (prefer == "return-content") res.set("Preference-Applied", "return-content");
   return res;
 }
@@ -142,7 +142,7 @@ HttpResponse GetTableAcl(const ServerContext& ctx, Request& req) {
                       : LoadAcl(nullptr, *ctx.store, req.account, req.path.table);
   if (!policies.ok()) return StatusError(req, policies.status());
   HttpResponse res = MakeResponse(req, http::status::ok);
-  res.set(http::field::content_type, "application/xml");
+  res.set("Content-Type", "application/xml");
   res.body() = *policies ? AclToXml(**policies) : AclToXml({});
   return res;
 }

@@ -15,7 +15,7 @@ namespace {
 
 HttpResponse JsonAnswer(const Request& req, http::status status, std::string body) {
   HttpResponse res = MakeResponse(req, status);
-  res.set(http::field::content_type, "application/json");
+  res.set("Content-Type", "application/json");
   res.body() = std::move(body);
   return res;
 }

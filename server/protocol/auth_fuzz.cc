@@ -84,9 +84,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   const std::string_view method = NextLine(&in);
   const std::string_view target = NextLine(&in);
+  const auto verb = cerulean::server::http::StringToVerb(method);
+  if (verb == cerulean::server::http::verb::unknown) return 0;
   HttpRequest http;
-  const auto verb = boost::beast::http::string_to_verb(method);
-  if (verb == boost::beast::http::verb::unknown) return 0;
   for (char c : target) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return 0;  // not a request-target
   }
@@ -100,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (colon == std::string_view::npos || colon == 0) return 0;
     std::string_view value = line.substr(colon + 1);
     while (value.starts_with(' ')) value.remove_prefix(1);
-    // What Beast's parser would refuse never reaches the router.
+    // What the HTTP layer's parser would refuse never reaches the router.
     for (char c : line) {
       if (static_cast<unsigned char>(c) < 0x20 && c != '\t') return 0;
     }

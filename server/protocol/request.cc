@@ -56,29 +56,7 @@ size_t QueryParams::Count(std::string_view name) const {
   return n;
 }
 
-std::string_view Header(const HttpRequest& req, std::string_view name) {
-  // The first fields in their list order, lengths compared before bytes: a
-  // request has a dozen fields or so, and basic_fields::find's ordered
-  // look-up folds the case of both names at every step. Fields of one name
-  // are adjacent in that list in arrival order, so this finds the first of
-  // them, the one find returns. Past kScanned fields, find: a head of
-  // thousands of fields costs each look-up a logarithm, not their number.
-  constexpr int kScanned = 32;
-  int scanned = 0;
-  for (const auto& field : req) {
-    if (++scanned > kScanned) {
-      auto it = req.find(boost::beast::string_view(name.data(), name.size()));
-      if (it == req.end()) return {};
-      return std::string_view(it->value().data(), it->value().size());
-    }
-    const auto field_name = field.name_string();
-    if (field_name.size() == name.size() &&
-        IEquals(std::string_view(field_name.data(), field_name.size()), name)) {
-      return std::string_view(field.value().data(), field.value().size());
-    }
-  }
-  return {};
-}
+std::string_view Header(const HttpRequest& req, std::string_view name) { return req[name]; }
 
 HttpResponse MakeResponse(const Request& req, http::status status) {
   HttpResponse res{status, req.http.version()};
@@ -98,7 +76,7 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
   ErrorAnswer answer = RenderError(error, form);
   HttpResponse res{static_cast<http::status>(answer.status), req.http.version()};
   for (auto& [name, value] : answer.headers) {
-    res.set(boost::beast::string_view(name.data(), name.size()), std::move(value));
+    res.set(name, std::move(value));
   }
   res.body() = std::move(answer.body);
   return res;
@@ -106,14 +84,14 @@ HttpResponse ErrorResponse(const Request& req, const ErrorReply& error) {
 
 HttpResponse JsonResponse(const Request& req, http::status status, std::string body) {
   HttpResponse res{status, req.http.version()};
-  res.set(http::field::content_type, JsonContentType(req.format));
+  res.set("Content-Type", JsonContentType(req.format));
   res.body() = std::move(body);
   return res;
 }
 
 HttpResponse AtomResponse(const Request& req, http::status status, std::string body) {
   HttpResponse res{status, req.http.version()};
-  res.set(http::field::content_type, kAtomContentType);
+  res.set("Content-Type", kAtomContentType);
   res.body() = std::move(body);
   return res;
 }

@@ -4,11 +4,6 @@
 // is itself thread-safe); a Request belongs to one thread.
 #pragma once
 
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/optional/optional.hpp>
-#include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,58 +16,11 @@
 #include "server/formats/azure_error.h"
 #include "server/formats/entity_json.h"
 #include "server/protocol/auth.h"
+#include "server/protocol/http_message.h"
 #include "server/protocol/operation_table.h"
 #include "storage/store.h"
 
 namespace cerulean::server {
-
-namespace http = boost::beast::http;
-
-// A request body held in a std::string, as http::string_body, except that
-// its reader appends what arrives: string_body's resizes the string first,
-// zero-filling every byte it then copies over (on a 50 KB batch, a memset
-// of the whole body).
-struct RequestBody {
-  using value_type = std::string;
-  static std::uint64_t size(const value_type& body) { return body.size(); }
-  using writer = http::string_body::writer;
-
-  class reader {
-   public:
-    template <bool isRequest, class Fields>
-    reader(http::header<isRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
-
-    // Reserves nothing: the session reserves the string as it takes room
-    // for the body from the body budget (body_budget.h), so that a body's
-    // memory follows what has arrived, not what its head announced.
-    void init(const boost::optional<std::uint64_t>& length, boost::system::error_code& ec) {
-      ec = {};
-      // The parser's body limit bounds the length before this is called.
-      if (length && *length > body_.max_size()) ec = http::error::buffer_overflow;
-    }
-
-    template <class ConstBufferSequence>
-    std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
-      ec = {};
-      std::size_t n = 0;
-      for (auto it = boost::asio::buffer_sequence_begin(buffers);
-           it != boost::asio::buffer_sequence_end(buffers); ++it) {
-        boost::asio::const_buffer b = *it;
-        body_.append(static_cast<const char*>(b.data()), b.size());
-        n += b.size();
-      }
-      return n;
-    }
-
-    void finish(boost::system::error_code& ec) { ec = {}; }
-
-   private:
-    value_type& body_;
-  };
-};
-
-using HttpRequest = http::request<RequestBody>;
-using HttpResponse = http::response<http::string_body>;
 
 // Newest x-ms-version this server knows; sent when a request names none.
 inline constexpr std::string_view kNewestVersion = "2025-11-05";

@@ -11,14 +11,15 @@
 // in the pool. Join once, after the last Post that must run.
 #pragma once
 
-#include <atomic>
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdio>
+#include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,8 +27,7 @@ namespace cerulean::server {
 
 class BlockingPool {
  public:
-  // REQUIRES: initial <= max. At least two threads start (Asio treats a
-  // pool of one as single-threaded, and this one grows).
+  // REQUIRES: initial <= max. At least two threads start.
   BlockingPool(size_t initial, size_t max);
   ~BlockingPool();
 
@@ -37,42 +37,47 @@ class BlockingPool {
   // Runs `f` on a pool thread; adds a thread first if every one has work.
   // An exception from `f` is logged and dropped: it would end the pool
   // thread and the process (`f` owns its request's completion, so the
-  // connection waiting for it is closed when `f` is destroyed).
+  // connection waiting for it is closed when `f` is destroyed). After
+  // Join, `f` is destroyed without running.
   template <class F>
   void Post(F&& f) {
-    pending_.fetch_add(1, std::memory_order_relaxed);
-    boost::asio::post(pool_, [this, f = std::forward<F>(f)]() mutable {
-      struct Finished {
-        std::atomic<size_t>* pending;
-        ~Finished() { pending->fetch_sub(1, std::memory_order_relaxed); }
-      } finished{&pending_};
-      try {
-        f();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "cerulean: exception in blocking work: %s\n", e.what());
-      } catch (...) {
-        std::fprintf(stderr, "cerulean: exception in blocking work\n");
-      }
-    });
-    GrowIfBusy();
+    Enqueue(std::make_unique<Work<std::decay_t<F>>>(std::forward<F>(f)));
   }
 
-  // Waits until the posted work has run and every thread has exited.
+  // Waits until the posted work has run (work it posts included) and every
+  // thread has exited.
   void Join();
 
   // Threads started so far.
-  size_t threads() const { return threads_.load(std::memory_order_relaxed); }
+  size_t threads() const;
 
  private:
-  void GrowIfBusy();
+  struct Task {
+    virtual ~Task() = default;
+    virtual void Run() = 0;
+  };
+  template <class F>
+  struct Work final : Task {
+    explicit Work(F&& fn) : f(std::move(fn)) {}
+    explicit Work(const F& fn) : f(fn) {}
+    void Run() override { f(); }
+    F f;
+  };
 
-  boost::asio::thread_pool pool_;
+  void Enqueue(std::unique_ptr<Task> task);
+  // A pool thread: runs tasks until the pool is joined and has none left.
+  void Loop();
+  // Adds a thread. REQUIRES: mu_ held.
+  void StartThreadLocked();
+
   const size_t max_;
-  std::atomic<size_t> pending_{0};  // posted and not finished (queued or running)
-  std::atomic<size_t> threads_;
-  std::mutex mu_;
-  std::vector<std::thread> added_;  // guarded by mu_
-  bool joined_ = false;             // guarded by mu_
+  mutable std::mutex mu_;
+  std::condition_variable work_ready_;
+  std::deque<std::unique_ptr<Task>> queue_;  // guarded by mu_
+  size_t running_ = 0;                       // tasks being run; guarded by mu_
+  std::vector<std::thread> threads_;         // guarded by mu_
+  bool joined_ = false;                      // guarded by mu_
+  bool stopped_ = false;  // every thread has exited; guarded by mu_
 };
 
 }  // namespace cerulean::server

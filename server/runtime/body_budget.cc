@@ -1,6 +1,5 @@
 #include "server/runtime/body_budget.h"
 
-#include <boost/asio/post.hpp>
 #include <utility>
 
 namespace cerulean::server {
@@ -20,47 +19,62 @@ size_t BodyBudget::TryAcquire(size_t bytes) {
   return bytes;
 }
 
-std::uint64_t BodyBudget::Enqueue(size_t bytes, boost::asio::any_io_executor executor,
-                                  std::function<void(size_t)> granted) {
-  std::lock_guard lock(mu_);
-  const std::uint64_t ticket = next_ticket_++;
-  ++waits_;
-  waiters_.push_back(Waiter{ticket, Clamp(bytes), std::move(executor), std::move(granted)});
-  waiting_.store(waiters_.size());
-  // Bytes given back since the caller's TryAcquire failed woke no one.
-  GrantLocked();
+std::uint64_t BodyBudget::Enqueue(size_t bytes, std::function<void(size_t)> granted) {
+  std::vector<Waiter> ready;
+  std::uint64_t ticket;
+  {
+    std::lock_guard lock(mu_);
+    ticket = next_ticket_++;
+    ++waits_;
+    waiters_.push_back(Waiter{ticket, Clamp(bytes), std::move(granted)});
+    waiting_.store(waiters_.size());
+    // Bytes given back since the caller's TryAcquire failed woke no one.
+    ready = GrantLocked();
+  }
+  Notify(ready);
   return ticket;
 }
 
 bool BodyBudget::Cancel(std::uint64_t ticket) {
-  std::lock_guard lock(mu_);
-  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-    if (it->ticket != ticket) continue;
+  std::vector<Waiter> ready;
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.begin();
+    while (it != waiters_.end() && it->ticket != ticket) ++it;
+    if (it == waiters_.end()) return false;
     waiters_.erase(it);
     waiting_.store(waiters_.size());
     // The one at the front may have held back others that fit.
-    GrantLocked();
-    return true;
+    ready = GrantLocked();
   }
-  return false;
+  Notify(ready);
+  return true;
 }
 
 void BodyBudget::Release(size_t bytes) {
   in_use_.fetch_sub(bytes);
   // Either this sees the waiter, or the waiter's Enqueue sees these bytes.
   if (waiting_.load() == 0) return;
-  std::lock_guard lock(mu_);
-  GrantLocked();
+  std::vector<Waiter> ready;
+  {
+    std::lock_guard lock(mu_);
+    ready = GrantLocked();
+  }
+  Notify(ready);
 }
 
-void BodyBudget::GrantLocked() {
+std::vector<BodyBudget::Waiter> BodyBudget::GrantLocked() {
+  std::vector<Waiter> ready;
   while (!waiters_.empty() && Take(waiters_.front().bytes)) {
-    Waiter w = std::move(waiters_.front());
+    ready.push_back(std::move(waiters_.front()));
     waiters_.pop_front();
     waiting_.store(waiters_.size());
-    boost::asio::post(w.executor,
-                      [granted = std::move(w.granted), taken = w.bytes] { granted(taken); });
   }
+  return ready;
+}
+
+void BodyBudget::Notify(std::vector<Waiter>& granted) {
+  for (Waiter& w : granted) w.granted(w.bytes);
 }
 
 size_t BodyBudget::in_use() const { return in_use_.load(); }

@@ -17,13 +17,13 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace cerulean::server {
 
@@ -44,12 +44,13 @@ class BodyBudget {
   // REQUIRES: bytes > 0.
   size_t TryAcquire(size_t bytes);
   // Queues a waiter for `bytes`: once they are taken for it, `granted` is
-  // posted to `executor` with what was taken. Returns the ticket that
-  // Cancel takes.
-  std::uint64_t Enqueue(size_t bytes, boost::asio::any_io_executor executor,
-                        std::function<void(size_t taken)> granted);
+  // called with what was taken, on the thread that made the room (this one,
+  // before Enqueue returns, if they fit now), with no lock held: it hands
+  // the grant to where its body is read. Returns the ticket that Cancel
+  // takes.
+  std::uint64_t Enqueue(size_t bytes, std::function<void(size_t taken)> granted);
   // Removes waiter `ticket`; false if it was granted already (its
-  // `granted` has been posted).
+  // `granted` has been called or is being called).
   bool Cancel(std::uint64_t ticket);
   // Gives back what TryAcquire or a grant took, and grants waiters that now
   // fit, in order.
@@ -64,14 +65,16 @@ class BodyBudget {
   struct Waiter {
     std::uint64_t ticket;
     size_t bytes;
-    boost::asio::any_io_executor executor;
     std::function<void(size_t)> granted;
   };
   size_t Clamp(size_t bytes) const { return bytes < capacity_ ? bytes : capacity_; }
   // Adds `bytes` to in_use_ iff they fit.
   bool Take(size_t bytes);
-  // Grants the waiters at the front that fit. REQUIRES: mu_ held.
-  void GrantLocked();
+  // Takes the room of the waiters at the front that fit and removes them;
+  // the caller calls their `granted` once mu_ is released. REQUIRES: mu_
+  // held.
+  std::vector<Waiter> GrantLocked();
+  static void Notify(std::vector<Waiter>& granted);
 
   const size_t capacity_;
   // Taken without the lock while nobody waits: a body costs two atomic

@@ -1,6 +1,5 @@
 #include "server/runtime/page_prefetch.h"
 
-#include <boost/asio/post.hpp>
 #include <exception>
 #include <thread>
 #include <utility>

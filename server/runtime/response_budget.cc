@@ -136,9 +136,8 @@ std::string ResponseBudget::RenderMetrics() const {
 }
 
 HttpResponse ServerBusyInstead(const HttpResponse& res) {
-  namespace http = boost::beast::http;
   ErrorForm form;
-  const std::string_view type = res[http::field::content_type];
+  const std::string_view type = res["Content-Type"];
   form.xml = type.find("json") == std::string_view::npos;
   if (type.find("odata=nometadata") != std::string_view::npos) {
     form.metadata = Metadata::kNone;
@@ -149,7 +148,7 @@ HttpResponse ServerBusyInstead(const HttpResponse& res) {
   form.request_id = request_id;
   ErrorAnswer answer = RenderError(ErrorReply(AzureError::kServerBusy), form);
   HttpResponse busy{static_cast<http::status>(answer.status), res.version()};
-  for (const auto& field : res.base()) {
+  for (const auto& field : res) {
     const std::string_view name = field.name_string();
     // What described the refused body goes with it.
     if (boost::iequals(name, "Content-Type") || boost::iequals(name, "Content-Length") ||
@@ -162,7 +161,7 @@ HttpResponse ServerBusyInstead(const HttpResponse& res) {
     busy.insert(field.name_string(), field.value());
   }
   for (auto& [name, value] : answer.headers) {
-    busy.set(boost::beast::string_view(name.data(), name.size()), std::move(value));
+    busy.set(name, std::move(value));
   }
   busy.body() = std::move(answer.body);
   busy.keep_alive(res.keep_alive());

@@ -5,7 +5,6 @@
 namespace cerulean::server {
 namespace {
 
-namespace http = boost::beast::http;
 
 TEST_CASE("ResponseHold: grows ahead, settles to a body's size, gives back when cleared or gone") {
   ResponseBudget budget(100, 1);
@@ -74,13 +73,13 @@ TEST_CASE(
 
 TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its common headers") {
   HttpResponse page{http::status::ok, 11};
-  page.set(http::field::content_type,
+  page.set("Content-Type",
            "application/json;odata=nometadata;streaming=true;charset=utf-8");
   page.set("x-ms-request-id", "6c2d1c0e-0000-4000-8000-000000000001");
   page.set("x-ms-version", "2019-02-02");
   page.set("Access-Control-Allow-Origin", "https://example.com");
   page.set("x-ms-continuation-NextPartitionKey", "1!4!cA--");
-  page.set(http::field::etag, "W/\"x\"");
+  page.set("ETag", "W/\"x\"");
   page.body() = std::string(100000, 'x');
   page.prepare_payload();
 
@@ -91,15 +90,15 @@ TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its co
   CHECK(busy["x-ms-version"] == "2019-02-02");
   CHECK(busy["Access-Control-Allow-Origin"] == "https://example.com");
   CHECK(busy.find("x-ms-continuation-NextPartitionKey") == busy.end());
-  CHECK(busy.find(http::field::etag) == busy.end());
-  CHECK(busy[http::field::content_type] ==
+  CHECK(busy.find("ETag") == busy.end());
+  CHECK(busy["Content-Type"] ==
         "application/json;odata=nometadata;streaming=true;charset=utf-8");
   CHECK(busy.body().find(R"("code":"ServerBusy")") != std::string::npos);
-  CHECK(busy[http::field::content_length] == std::to_string(busy.body().size()));
+  CHECK(busy["Content-Length"] == std::to_string(busy.body().size()));
 
-  page.set(http::field::content_type, "application/atom+xml;charset=utf-8");
+  page.set("Content-Type", "application/atom+xml;charset=utf-8");
   busy = ServerBusyInstead(page);
-  CHECK(busy[http::field::content_type] == "application/xml");
+  CHECK(busy["Content-Type"] == "application/xml");
   CHECK(busy.body().find("<code>ServerBusy</code>") != std::string::npos);
 }
 
