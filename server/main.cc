@@ -1,11 +1,11 @@
 // The composition root: parse the command line, pick the storage backend,
 // build the ServerContext, run the HTTP server until SIGINT/SIGTERM.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>

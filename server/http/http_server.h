@@ -50,10 +50,10 @@ class HttpServer {
   // `on_shutdown` runs (it stops what keeps feeding the I/O threads, such
   // as page prefetch), the sessions close as their answers are written, and
   // once no request is in flight, or after 5 s, every io_context stops.
-  // `on_listening` runs once the server accepts and the shutdown signals are
-  // watched, before any connection is served. An exception that escapes a
-  // handler is logged to stderr and serving goes on. REQUIRES: Open
-  // succeeded; called at most once.
+  // `on_listening` runs once the shutdown signals are watched, before any
+  // connection is served (those that arrive wait in the port's backlog).
+  // An exception that escapes a handler is logged to stderr and serving
+  // goes on. REQUIRES: Open succeeded; called at most once.
   void Run(const std::function<void()>& on_listening, std::function<void()> on_shutdown);
 
   // Starts the shutdown Run does on SIGTERM; a no-op once it has started.
