@@ -1,39 +1,34 @@
 // The composition root: parse the command line, pick the storage backend,
 // build the ServerContext, run the HTTP server until SIGINT/SIGTERM.
 #include <algorithm>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "server/cli.h"
 #include "server/devtools/explorer.h"
 #include "server/devtools/faults.h"
 #include "server/devtools/fixtures.h"
 #include "server/devtools/logger.h"
 #include "server/devtools/metrics.h"
-#include "server/cli.h"
-#include "server/health_probe.h"
-#include "server/http/listener.h"
-#include "server/http/tls.h"
+#include "server/http/health_probe.h"
+#include "server/http/http_server.h"
 #include "server/operations/test_double.h"
 #include "server/parent_watch.h"
 #include "server/platform.h"
+#include "server/protocol/document_cache.h"
+#include "server/protocol/request.h"
 #include "server/runtime/blocking_pool.h"
 #include "server/runtime/body_budget.h"
-#include "server/protocol/document_cache.h"
 #include "server/runtime/page_prefetch.h"
-#include "server/protocol/request.h"
 #include "server/runtime/response_budget.h"
 #include "storage/edm_text.h"
 #include "storage/platform.h"
@@ -70,23 +65,6 @@ constexpr size_t kResponseMemory = 32 * 1024 * 1024;
 // 5 s keeps a node well inside that while reading each document at most
 // once per 5 s, off the I/O threads.
 constexpr std::chrono::milliseconds kDocumentMaxAge{5000};
-
-// Runs `ioc` until it is stopped. Handlers guard themselves (a session
-// closes its connection on an exception); an exception that still escapes
-// one is logged here and the loop goes on, so that no input can stop the
-// server (run() may be called again after a handler threw).
-void RunGuarded(boost::asio::io_context& ioc) {
-  for (;;) {
-    try {
-      ioc.run();
-      return;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "cerulean: unexpected exception in an I/O handler: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "cerulean: unexpected exception in an I/O handler\n");
-    }
-  }
-}
 
 // The SQLite store's database file under --location.
 std::string SqlitePath(const server::CliOptions& cli) {
@@ -305,12 +283,13 @@ int RunTool(const std::string& command, const server::CliOptions& cli,
 }
 
 // What a running server owns. Serve's steps build the members in this
-// order, and they are destroyed in reverse: the listener, the blocking pool
-// and the io_contexts (with the sessions on them, which give their bytes
-// back to the budgets) before the budgets and caches, and those before the
-// store. The context holds pointers to the members after it.
+// order (the TLS context, which `http` holds, first), and they are
+// destroyed in reverse: the blocking pool, then `http`, which destroys its
+// listener and io_contexts (with the sessions on them, which give their
+// bytes back to the budgets), before the budgets and caches, and those
+// before the store. The context holds pointers to the members after it;
+// `http` holds the context.
 struct Server {
-  std::unique_ptr<boost::asio::ssl::context> tls;  // null for plain HTTP
   server::ServerContext ctx;
   std::unique_ptr<storage::Store> store;
   server::Metrics metrics;
@@ -320,25 +299,19 @@ struct Server {
   std::optional<server::DocumentCache> documents;
   std::optional<server::BodyBudget> body_budget;
   std::optional<server::ResponseBudget> response_budget;
-  // One io_context per I/O thread; the guards keep one without connections
-  // running until it is stopped.
-  std::vector<std::unique_ptr<boost::asio::io_context>> workers;
-  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards;
+  // The I/O threads, TLS, the listener and its sessions, and the shutdown.
+  server::HttpServer http;
   std::optional<server::BlockingPool> blocking_pool;
-  std::shared_ptr<server::Listener> listener;
 };
 
 // The TLS context of --cert/--key/--pwd, if given; OAuth needs it. 0, or the
 // exit status.
 int OpenTls(const server::CliOptions& cli, Server& s) {
-  server::TlsFiles tls_files{cli.cert, cli.key, cli.pwd};
-  if (server::TlsRequested(tls_files)) {
-    if (std::string err = server::MakeTlsContext(tls_files, &s.tls); !err.empty()) {
-      std::fprintf(stderr, "cerulean: %s\n", err.c_str());
-      return 1;
-    }
+  if (std::string err = s.http.LoadTls(cli.cert, cli.key, cli.pwd); !err.empty()) {
+    std::fprintf(stderr, "cerulean: %s\n", err.c_str());
+    return 1;
   }
-  if (!cli.oauth.empty() && s.tls == nullptr) {
+  if (!cli.oauth.empty() && !s.http.https()) {
     // Azurite documents this rule ("OAuth requires HTTPS endpoint"); starting
     // anyway would accept no bearer token at all.
     std::fprintf(
@@ -354,7 +327,7 @@ int OpenTls(const server::CliOptions& cli, Server& s) {
 // the context. 0, or the exit status.
 int OpenAccountsAndStore(const server::CliOptions& cli, Server& s) {
   server::ServerContext& ctx = s.ctx;
-  ctx.options.https = s.tls != nullptr;
+  ctx.options.https = s.http.https();
   ctx.options.oauth = !cli.oauth.empty();
   if (!ctx.accounts.AddDefault()) return 1;
   if (const char* spec = std::getenv("AZURITE_ACCOUNTS"); spec != nullptr && *spec != '\0') {
@@ -411,8 +384,8 @@ int BuildServices(const server::CliOptions& cli, Server& s) {
       server::DocumentCache::Options{.max_age = cli.database.empty() ? std::chrono::milliseconds(0)
                                                                      : kDocumentMaxAge});
   ctx.documents = &*s.documents;
-  // Before the io_contexts: sessions, which give their bytes back when
-  // destroyed, go with them.
+  // Before `http`: sessions, which give their bytes back when destroyed, go
+  // with its io_contexts.
   s.body_budget.emplace(kBodyMemory);
   ctx.body_budget = &*s.body_budget;
   s.response_budget.emplace(kResponseMemory);
@@ -420,19 +393,9 @@ int BuildServices(const server::CliOptions& cli, Server& s) {
   return 0;
 }
 
-// The I/O threads' io_contexts (not run yet), the blocking pool, and the
-// listener, bound and accepting. 0, or the exit status.
+// The blocking pool, and the HTTP server bound (not accepting yet). 0, or
+// the exit status.
 int StartListening(const server::CliOptions& cli, Server& s) {
-  // One I/O thread per CPU this process may run on (taskset/cgroup pinning
-  // included): more would only contend for the same cores. Each runs its
-  // own io_context, and a connection lives on one of them (Listener).
-  const unsigned threads = storage::UsableCpus();
-  std::vector<boost::asio::io_context*> worker_ptrs;
-  for (unsigned i = 0; i < threads; ++i) {
-    s.workers.push_back(std::make_unique<boost::asio::io_context>(1));
-    worker_ptrs.push_back(s.workers.back().get());
-    s.guards.push_back(boost::asio::make_work_guard(*s.workers.back()));
-  }
   // Requests that can wait on storage run here: up to kBlockingThreads at
   // once, each on a reader connection or waiting for one.
   s.blocking_pool.emplace(kInitialBlockingThreads, kBlockingThreads);
@@ -441,12 +404,10 @@ int StartListening(const server::CliOptions& cli, Server& s) {
       .max_connections = cli.max_connections,
       .keep_alive_timeout = std::chrono::seconds(cli.keep_alive_timeout_s),
       .request_timeout = std::chrono::seconds(cli.request_timeout_s)};
-  s.listener = std::make_shared<server::Listener>(worker_ptrs, s.ctx, limits, s.tls.get());
-  if (std::string err = s.listener->Open(cli.host, cli.port); !err.empty()) {
+  if (std::string err = s.http.Open(s.ctx, cli.host, cli.port, limits); !err.empty()) {
     std::fprintf(stderr, "cerulean: %s\n", err.c_str());
     return 1;
   }
-  s.listener->Run();
   return 0;
 }
 
@@ -456,51 +417,24 @@ void PrintListening(const server::CliOptions& cli, const Server& s) {
   std::string host = cli.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   std::printf("Cerulean Table service is successfully listening at %s://%s:%u\n",
-              s.tls ? "https" : "http", host.c_str(), s.listener->port());
+              s.http.https() ? "https" : "http", host.c_str(), s.http.port());
   if (s.ctx.options.explorer) {
     std::printf("Cerulean Table service explorer is available at %s\n",
-                server::ExplorerUrl(s.tls != nullptr, cli.host, s.listener->port()).c_str());
+                server::ExplorerUrl(s.http.https(), cli.host, s.http.port()).c_str());
   }
   std::fflush(stdout);
 }
 
-// Runs the I/O threads until the server is shut down (SIGINT/SIGTERM, or
-// the end of stdin with --exitWithParent), then drained: accepting stops,
-// in-flight requests finish (for up to a few seconds), and the io_contexts
-// stop.
+// Serves until the server is shut down (SIGINT/SIGTERM, or the end of stdin
+// with --exitWithParent), then drained: accepting stops, page prefetch
+// stops, in-flight requests finish (for up to a few seconds), and the I/O
+// threads stop (HttpServer::Run).
 void RunUntilDrained(const server::CliOptions& cli, Server& s) {
-  boost::asio::io_context& ioc = *s.workers.front();
-  server::ShutdownSignals signals(ioc);
-  boost::asio::steady_timer drain(ioc);
-  auto deadline = std::make_shared<std::chrono::steady_clock::time_point>();
-  std::function<void()> wait_drained = [&] {
-    if (s.listener->sessions().InFlight() == 0 || std::chrono::steady_clock::now() > *deadline) {
-      for (auto& worker : s.workers) worker->stop();
-      return;
-    }
-    drain.expires_after(std::chrono::milliseconds(10));
-    drain.async_wait([&](boost::system::error_code) { wait_drained(); });
-  };
-  bool stopping = false;
-  std::function<void()> shut_down = [&] {
-    if (std::exchange(stopping, true)) return;
-    s.listener->Stop();
-    s.prefetcher.Stop();
-    s.listener->sessions().RequestClose();
-    *deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    wait_drained();
-  };
-  signals.AsyncWait(shut_down);
+  // Destroyed before `s.http`, waiting for a call in progress, so that no
+  // call finds it gone; a call after Run has returned does nothing.
   std::optional<server::ParentWatch> parent_watch;
-  if (cli.exit_with_parent) parent_watch.emplace(ioc, shut_down);
-
-  PrintListening(cli, s);
-
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < s.workers.size(); ++i)
-    pool.emplace_back([&worker = *s.workers[i]] { RunGuarded(worker); });
-  RunGuarded(ioc);
-  for (auto& t : pool) t.join();
+  if (cli.exit_with_parent) parent_watch.emplace([&http = s.http] { http.RequestShutdown(); });
+  s.http.Run([&] { PrintListening(cli, s); }, [&prefetcher = s.prefetcher] { prefetcher.Stop(); });
 }
 
 int Serve(const server::CliOptions& cli) {

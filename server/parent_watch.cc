@@ -1,10 +1,11 @@
 #include "server/parent_watch.h"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <cerrno>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #ifdef _WIN32
 #include <windows.h>
@@ -17,8 +18,7 @@ namespace cerulean::server {
 // Owned jointly by the watch and its thread: the thread may outlive the watch.
 struct ParentWatch::Shared {
   std::mutex mu;
-  boost::asio::io_context* ioc = nullptr;  // null once the watch is destroyed
-  std::function<void()> on_end;
+  std::function<void()> on_end;  // empty once the watch is destroyed
 };
 
 namespace {
@@ -45,20 +45,19 @@ void ReadToEnd() {
 
 }  // namespace
 
-ParentWatch::ParentWatch(boost::asio::io_context& ioc, std::function<void()> on_end)
-    : shared_(std::make_shared<Shared>()) {
-  shared_->ioc = &ioc;
+ParentWatch::ParentWatch(std::function<void()> on_end) : shared_(std::make_shared<Shared>()) {
   shared_->on_end = std::move(on_end);
   std::thread([shared = shared_] {
     ReadToEnd();
+    // Called under the lock, so that the destructor waits for the call.
     std::lock_guard<std::mutex> lock(shared->mu);
-    if (shared->ioc != nullptr) boost::asio::post(*shared->ioc, shared->on_end);
+    if (shared->on_end) shared->on_end();
   }).detach();
 }
 
 ParentWatch::~ParentWatch() {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  shared_->ioc = nullptr;
+  shared_->on_end = nullptr;
 }
 
 }  // namespace cerulean::server

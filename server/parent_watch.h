@@ -4,25 +4,23 @@
 // however it died (SIGKILL included). Unlike PR_SET_PDEATHSIG, which only
 // Linux has, this works wherever pipes do (POSIX and Windows).
 // Thread-safety: construct and destroy on one thread; `on_end` runs on the
-// io_context it was given.
+// watch's own thread.
 #pragma once
 
 #include <functional>
 #include <memory>
 
-namespace boost::asio {
-class io_context;
-}
-
 namespace cerulean::server {
 
 class ParentWatch {
  public:
-  // Starts the reading thread; at the end of standard input it posts `on_end`
-  // to `ioc`, unless this watch was destroyed first.
-  ParentWatch(boost::asio::io_context& ioc, std::function<void()> on_end);
-  // After this returns nothing more is posted. The thread, blocked in a read,
-  // is left to end with the process.
+  // Starts the reading thread; at the end of standard input it calls
+  // `on_end` (once, on that thread), unless this watch was destroyed first.
+  // `on_end` should return soon: it hands the shutdown to the server
+  // (HttpServer::RequestShutdown).
+  explicit ParentWatch(std::function<void()> on_end);
+  // Waits for a call of `on_end` in progress; after this returns there is
+  // none. The thread, blocked in a read, is left to end with the process.
   ~ParentWatch();
 
   ParentWatch(const ParentWatch&) = delete;

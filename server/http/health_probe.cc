@@ -1,4 +1,4 @@
-#include "server/health_probe.h"
+#include "server/http/health_probe.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
