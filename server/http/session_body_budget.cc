@@ -82,8 +82,8 @@ void HttpSession<Derived>::OnBudgetTimeout() {
 
 template <class Derived>
 void HttpSession<Derived>::BodyReserved() {
-  // The body's string never grows past its room (RequestBody::reader
-  // reserves nothing itself).
+  // The body's string never grows past its room (the parser reserves
+  // nothing itself).
   if (ctx_.body_budget != nullptr) parser_->get().body().reserve(body_reserved_);
   if (body_begun_) return ContinueBody();
   body_begun_ = true;
