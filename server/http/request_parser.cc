@@ -44,7 +44,8 @@ RequestParser::RequestParser() {
   header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
 }
 
-void RequestParser::on_request_impl(boost::beast::http::verb /*method*/, boost::beast::string_view method_str,
+void RequestParser::on_request_impl(boost::beast::http::verb /*method*/,
+                                    boost::beast::string_view method_str,
                                     boost::beast::string_view target, int version, error_code& ec) {
   // The header limit bounds the request line already; the check keeps the
   // bound if that limit grows.
@@ -62,7 +63,8 @@ void RequestParser::on_response_impl(int, boost::beast::string_view, int, error_
   ec = boost::beast::http::error::bad_method;  // a request parser never sees a status line
 }
 
-void RequestParser::on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
+void RequestParser::on_field_impl(boost::beast::http::field name,
+                                  boost::beast::string_view name_string,
                                   boost::beast::string_view value, error_code& ec) {
   if (header_done_) {
     trailer_bytes_ += name_string.size() + value.size();

@@ -13,7 +13,8 @@ namespace {
 
 // `wire` (the head and whatever body was copied behind it) followed by
 // `rest`, parsed as a response.
-boost::beast::http::response<boost::beast::http::string_body> ParseBack(const std::string& wire, const std::string& rest) {
+boost::beast::http::response<boost::beast::http::string_body> ParseBack(const std::string& wire,
+                                                                        const std::string& rest) {
   boost::beast::http::response_parser<boost::beast::http::string_body> parser;
   parser.eager(true);
   boost::beast::error_code ec;

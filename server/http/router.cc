@@ -17,10 +17,10 @@
 #include "server/http/scheduler.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
-#include "server/runtime/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/runtime/response_budget.h"
 #include "server/protocol/routes.h"
+#include "server/runtime/blocking_pool.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 
@@ -180,10 +180,9 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   if (auto err = ParseResourcePath(*decoded_resource, &req.path)) return ErrorResponse(req, *err);
   if (auto err = ResolveMethod(http, &req.method)) return ErrorResponse(req, *err);
   const Route* route = nullptr;
-  if (auto err = FindRoute(
-          RouteKey{req.path.kind, req.method, req.query.Get("comp"), req.query.Get("restype"),
-                   http.find("If-Match") != http.end()},
-          &route)) {
+  if (auto err = FindRoute(RouteKey{req.path.kind, req.method, req.query.Get("comp"),
+                                    req.query.Get("restype"), http.find("If-Match") != http.end()},
+                           &route)) {
     return ErrorResponse(req, *err);
   }
   req.op = route->op;

@@ -13,10 +13,10 @@
 #include "server/formats/http_date.h"
 #include "server/operations/admin.h"
 #include "server/operations/operations.h"
-#include "server/runtime/blocking_pool.h"
 #include "server/protocol/document_cache.h"
-#include "server/runtime/response_budget.h"
 #include "server/protocol/routes.h"
+#include "server/runtime/blocking_pool.h"
+#include "server/runtime/response_budget.h"
 
 namespace cerulean::server {
 

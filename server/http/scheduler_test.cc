@@ -26,8 +26,8 @@
 #include "server/devtools/faults.h"
 #include "server/formats/url.h"
 #include "server/http/test_server.h"
-#include "server/runtime/blocking_pool.h"
 #include "server/protocol/routes.h"
+#include "server/runtime/blocking_pool.h"
 #include "storage/store_wrapper.h"
 
 namespace cerulean::server {

@@ -129,7 +129,8 @@ void HttpSession<Derived>::OnHeader(beast::error_code ec, std::size_t) {
     if (ec) {
       if (ec == boost::beast::http::error::end_of_stream) return derived().DoClose();
       if (ec == boost::beast::http::error::body_limit) return RejectTooLarge();
-      if (ec == boost::beast::http::error::header_limit || ec == RequestParseError::kFieldTooLarge) {
+      if (ec == boost::beast::http::error::header_limit ||
+          ec == RequestParseError::kFieldTooLarge) {
         return RejectHeaderTooLarge();
       }
       return Fail(ec, "read");

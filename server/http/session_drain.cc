@@ -51,8 +51,7 @@ void HttpSession<Derived>::RejectTooLarge() {
   std::optional<std::uint64_t> length;  // none for a chunked body
   if (parser_->is_header_done()) {
     if (auto l = parser_->content_length()) length = *l;
-  } else if (auto it = parser_->get().find("Content-Length");
-             it != parser_->get().end()) {
+  } else if (auto it = parser_->get().find("Content-Length"); it != parser_->get().end()) {
     std::uint64_t v = 0;
     const auto text = it->value();
     if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) length = v;

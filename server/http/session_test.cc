@@ -18,9 +18,9 @@
 #include "server/formats/http_date.h"
 #include "server/http/listener.h"
 #include "server/http/test_server.h"
+#include "server/protocol/document_cache.h"
 #include "server/runtime/blocking_pool.h"
 #include "server/runtime/body_budget.h"
-#include "server/protocol/document_cache.h"
 
 namespace cerulean::server {
 

@@ -31,8 +31,8 @@
 #include "server/formats/http_date.h"
 #include "server/http/router.h"
 #include "server/protocol/auth.h"
-#include "server/runtime/blocking_pool.h"
 #include "server/protocol/document_cache.h"
+#include "server/runtime/blocking_pool.h"
 #include "storage/sqlite/sqlite_store.h"
 
 namespace cerulean::server::testing {
@@ -123,9 +123,8 @@ class TestServer {
       if (std::regex_search(target, comp, kComp)) resource += "?" + comp[1].str();
       std::string sts = SharedKeyStringToSign(req.method_string(), "", Header(req, "Content-Type"),
                                               date, resource);
-      req.set("Authorization",
-              "SharedKey devstoreaccount1:" +
-                  Sign(ctx_.accounts.Find("devstoreaccount1")->keys[0], sts));
+      req.set("Authorization", "SharedKey devstoreaccount1:" +
+                                   Sign(ctx_.accounts.Find("devstoreaccount1")->keys[0], sts));
     }
     return req;
   }

@@ -8,8 +8,8 @@
 #include "server/formats/escape.h"
 #include "server/formats/url.h"
 #include "server/operations/test_double.h"
-#include "server/runtime/body_budget.h"
 #include "server/protocol/document_cache.h"
+#include "server/runtime/body_budget.h"
 #include "server/runtime/page_prefetch.h"
 #include "server/runtime/response_budget.h"
 

@@ -13,9 +13,9 @@
 #include "server/formats/entity_atom.h"
 #include "server/formats/escape.h"
 #include "server/operations/operations.h"
-#include "server/runtime/page_prefetch.h"
 #include "server/protocol/query_options.h"
 #include "server/protocol/query_plan_header.h"
+#include "server/runtime/page_prefetch.h"
 #include "server/runtime/response_budget.h"
 
 namespace cerulean::server {

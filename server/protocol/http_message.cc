@@ -23,8 +23,8 @@ struct VerbEntry {
   std::string_view name;
 };
 constexpr VerbEntry kVerbs[] = {
-    {verb::delete_, "DELETE"}, {verb::get, "GET"},         {verb::head, "HEAD"},
-    {verb::post, "POST"},      {verb::put, "PUT"},         {verb::options, "OPTIONS"},
+    {verb::delete_, "DELETE"}, {verb::get, "GET"},     {verb::head, "HEAD"},
+    {verb::post, "POST"},      {verb::put, "PUT"},     {verb::options, "OPTIONS"},
     {verb::patch, "PATCH"},    {verb::merge, "MERGE"},
 };
 
@@ -108,8 +108,8 @@ std::pair<const uint32_t*, const uint32_t*> Fields::Indexed(std::string_view nam
     });
     index_valid_ = true;
   }
-  auto range = std::equal_range(
-      index_.begin(), index_.end(), name, [this](const auto& a, const auto& b) {
+  auto range =
+      std::equal_range(index_.begin(), index_.end(), name, [this](const auto& a, const auto& b) {
         if constexpr (std::is_same_v<std::decay_t<decltype(a)>, uint32_t>) {
           return LessFolded(fields_[a].name_, b);
         } else {
@@ -135,9 +135,8 @@ size_t Fields::count(std::string_view name) const {
     auto [first, last] = Indexed(name);
     return static_cast<size_t>(last - first);
   }
-  return static_cast<size_t>(std::count_if(fields_.begin(), fields_.end(), [name](const Field& f) {
-    return IEquals(f.name_, name);
-  }));
+  return static_cast<size_t>(std::count_if(
+      fields_.begin(), fields_.end(), [name](const Field& f) { return IEquals(f.name_, name); }));
 }
 
 void Fields::insert(std::string_view name, std::string_view value) {
@@ -212,8 +211,7 @@ void Request::method_string(std::string_view name) {
 }
 
 void Request::prepare_payload() {
-  if (!body_.empty() || method_ == verb::options || method_ == verb::put ||
-      method_ == verb::post) {
+  if (!body_.empty() || method_ == verb::options || method_ == verb::put || method_ == verb::post) {
     set("Content-Length", std::to_string(body_.size()));
   } else {
     erase("Content-Length");

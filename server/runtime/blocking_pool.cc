@@ -21,7 +21,9 @@ size_t BlockingPool::threads() const {
   return threads_.size();
 }
 
-void BlockingPool::StartThreadLocked() { threads_.emplace_back([this] { Loop(); }); }
+void BlockingPool::StartThreadLocked() {
+  threads_.emplace_back([this] { Loop(); });
+}
 
 void BlockingPool::Enqueue(std::unique_ptr<Task> task) {
   {

@@ -77,7 +77,7 @@ class BlockingPool {
   size_t running_ = 0;                       // tasks being run; guarded by mu_
   std::vector<std::thread> threads_;         // guarded by mu_
   bool joined_ = false;                      // guarded by mu_
-  bool stopped_ = false;  // every thread has exited; guarded by mu_
+  bool stopped_ = false;                     // every thread has exited; guarded by mu_
 };
 
 }  // namespace cerulean::server

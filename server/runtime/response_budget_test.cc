@@ -5,7 +5,6 @@
 namespace cerulean::server {
 namespace {
 
-
 TEST_CASE("ResponseHold: grows ahead, settles to a body's size, gives back when cleared or gone") {
   ResponseBudget budget(100, 1);
   {
@@ -73,8 +72,7 @@ TEST_CASE(
 
 TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its common headers") {
   HttpResponse page{http::status::ok, 11};
-  page.set("Content-Type",
-           "application/json;odata=nometadata;streaming=true;charset=utf-8");
+  page.set("Content-Type", "application/json;odata=nometadata;streaming=true;charset=utf-8");
   page.set("x-ms-request-id", "6c2d1c0e-0000-4000-8000-000000000001");
   page.set("x-ms-version", "2019-02-02");
   page.set("Access-Control-Allow-Origin", "https://example.com");
@@ -91,8 +89,7 @@ TEST_CASE("ServerBusyInstead: 503 ServerBusy in the answer's format, with its co
   CHECK(busy["Access-Control-Allow-Origin"] == "https://example.com");
   CHECK(busy.find("x-ms-continuation-NextPartitionKey") == busy.end());
   CHECK(busy.find("ETag") == busy.end());
-  CHECK(busy["Content-Type"] ==
-        "application/json;odata=nometadata;streaming=true;charset=utf-8");
+  CHECK(busy["Content-Type"] == "application/json;odata=nometadata;streaming=true;charset=utf-8");
   CHECK(busy.body().find(R"("code":"ServerBusy")") != std::string::npos);
   CHECK(busy["Content-Length"] == std::to_string(busy.body().size()));
 
