@@ -1,6 +1,11 @@
 #include "server/http/response_serializer.h"
 
+// <ostream> before Beast: Boost 1.81's string_view.hpp uses std::ostream,
+// which libc++'s <iosfwd> leaves undefined (the Zig targets).
+// clang-format off
+#include <ostream>
 #include <boost/beast/http/status.hpp>
+// clang-format on
 
 namespace cerulean::server {
 
