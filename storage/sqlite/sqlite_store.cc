@@ -163,13 +163,13 @@ Status SqliteStore::Init() {
   Connection* w = writer_.get();
   // The writer's temporary files in memory. In memory mode nothing, not
   // even a sorter spill file, touches the disk. On disk it is the savepoint
-  // journal of ApplyOps, the original of every page an Apply changes: SQLite
-  // keeps it in memory up to 64 KiB and otherwise writes it to a temporary
-  // file, two pwrites a page (4-byte page number, 4 KiB page); a batch
-  // of 100 inserts at 100 places of a large partition (a bulk load) changes
-  // ~100 pages. Bounded by one Apply (at most 100 entities), so a few
-  // hundred KiB at most, freed at RELEASE. In a temporary file it would
-  // cost a bulk load two pwrites per page changed.
+  // journal of ApplyOps (an Apply of inserts and other ops), the original of
+  // every page the Apply changes: SQLite keeps it in memory up to 64 KiB and
+  // otherwise writes it to a temporary file, two pwrites a page (4-byte page
+  // number, 4 KiB page); a batch of 100 writes at 100 places of a large
+  // partition changes ~100 pages. Bounded by one Apply (at most 100
+  // entities), so a few hundred KiB at most, freed at RELEASE. In a
+  // temporary file it would cost two pwrites per page changed.
   s = w->Exec("PRAGMA temp_store=MEMORY");
   if (!s.ok()) return s;
   if (options_.in_memory) {

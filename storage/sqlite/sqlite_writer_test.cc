@@ -239,6 +239,8 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend, Post
   // reported is still the first in op order, and nothing stays written.
   const std::vector<std::tuple<std::vector<WriteOp>, StatusCode, size_t>> orders = {
       {{Insert("p", "n1"), Insert("p", "c"), Insert("p", "n2")}, StatusCode::kAlreadyExists, 1},
+      {{Insert("p", "n1"), Insert("q", "n2"), Insert("p", "c")}, StatusCode::kAlreadyExists, 2},
+      {{Insert("p", "n1"), Insert("p", "n1")}, StatusCode::kAlreadyExists, 1},
       {{Insert("p", "c"), Op(WriteKind::kUpdate, "p", "nope", {})}, StatusCode::kAlreadyExists, 0},
       {{Insert("p", "n1"), Insert("p", "c"), Op(WriteKind::kDelete, "p", "nope", {})},
        StatusCode::kAlreadyExists,

@@ -151,12 +151,17 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
     if (!s.ok()) return refuse(i, s);
   }
 
-  // Phase 2: write. An insert may still be refused (its row exists): with
-  // other ops before it, a savepoint undoes them, so that a refused Apply
-  // leaves the transaction as it found it. Any other failure here is
-  // SQLite's own (I/O, disk full): the caller abandons the whole transaction.
+  // Phase 2: write. An insert may still be refused (its row exists): the
+  // ops before it are then undone, so that a refused Apply leaves the
+  // transaction as it found it. When every op is an insert, the rows written
+  // before the refused one did not exist, and deleting them undoes them;
+  // otherwise a savepoint does. A savepoint costs every Apply a copy of each
+  // page it changes (one per entity for a batch spread over a large table),
+  // the deletes only a refused one. Any other failure here is SQLite's own
+  // (I/O, disk full): the caller abandons the whole transaction.
   p->failed = 0;
-  const bool savepoint = inserts > 0 && ops.size() > 1;
+  const bool only_inserts = inserts == ops.size();
+  const bool savepoint = inserts > 0 && ops.size() > 1 && !only_inserts;
   if (savepoint) {
     s = w->Exec("SAVEPOINT apply");
     if (!s.ok()) return s;
@@ -189,11 +194,22 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
     }
     int rc = stmt.Step();
     if (insert && rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
-      // The statement undid itself; the savepoint undoes the ops before it.
+      // The statement undid itself; the savepoint, or deleting the rows
+      // inserted before it, undoes the ops before it.
       if (savepoint) {
         s = w->Exec("ROLLBACK TO apply");
         if (s.ok()) s = w->Exec("RELEASE apply");
         if (!s.ok()) return s;
+      } else {
+        for (size_t j = 0; j < i; ++j) {
+          Stmt undo;
+          w->Use(delete_stmt, &undo);
+          undo.BindInt64(1, id);
+          undo.BindBlobNoCopy(2, planned[j].pk);
+          undo.BindBlobNoCopy(3, planned[j].rk);
+          rc = undo.Step();
+          if (rc != SQLITE_DONE) return SqlStatus(w->db, rc, "undo insert");
+        }
       }
       *wrote = false;
       p->timestamps.clear();
