@@ -88,28 +88,22 @@ void RequestParser::on_header_impl(error_code& ec) {
   ec = {};
 }
 
-void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& /*content_length*/,
                                       error_code& ec) {
-  if (discard_body_) {
-    ec = {};
-    return;
-  }
-  // The parser's body limit bounds the length before this is called; room
-  // is reserved as the body takes it from the body budget (body_budget.h),
-  // so that a body's memory follows what has arrived, not what its head
-  // announced.
-  (void)content_length;
+  // Nothing reserved: the session reserves room as the body takes it from
+  // the body budget (body_budget.h), so that a body's memory follows what
+  // has arrived, not what its head announced.
   ec = {};
 }
 
+std::size_t RequestParser::Take(boost::beast::string_view bytes) {
+  if (!discard_body_) m_.body().append(bytes.data(), bytes.size());
+  return bytes.size();
+}
+
 std::size_t RequestParser::on_body_impl(boost::beast::string_view body, error_code& ec) {
-  if (discard_body_) {
-    ec = {};
-    return body.size();
-  }
   ec = {};
-  m_.body().append(body.data(), body.size());
-  return body.size();
+  return Take(body);
 }
 
 void RequestParser::on_chunk_header_impl(std::uint64_t, boost::beast::string_view extensions,
@@ -120,13 +114,8 @@ void RequestParser::on_chunk_header_impl(std::uint64_t, boost::beast::string_vie
 
 std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
                                               error_code& ec) {
-  if (discard_body_) {
-    ec = {};
-    return body.size();
-  }
   ec = {};
-  m_.body().append(body.data(), body.size());
-  return body.size();
+  return Take(body);
 }
 
 void RequestParser::on_finish_impl(error_code& ec) { ec = {}; }

@@ -119,6 +119,9 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   std::size_t on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
                                  boost::system::error_code& ec) override;
   void on_finish_impl(boost::system::error_code& ec) override;
+  // Appends `bytes` to the body, unless it is being discarded; returns
+  // their count.
+  std::size_t Take(boost::beast::string_view bytes);
 
   HttpRequest m_;
   std::size_t extension_bytes_ = 0;

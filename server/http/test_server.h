@@ -230,8 +230,7 @@ inline std::string QueryEncoded(std::string_view text) {
 
 // Value of header `name` in `res`, or "" when absent.
 inline std::string HeaderOf(const HttpResponse& res, std::string_view name) {
-  auto it = res.find(name);
-  return it == res.end() ? std::string() : std::string(it->value());
+  return std::string(res[name]);
 }
 
 // `text` with what varies between runs replaced by fixed placeholders: the

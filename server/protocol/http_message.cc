@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
+#include <utility>
 
 #include "server/formats/ascii.h"
 
@@ -99,7 +99,7 @@ std::string_view Fields::operator[](std::string_view name) const {
   return it == end() ? std::string_view() : it->value_;
 }
 
-std::pair<const uint32_t*, const uint32_t*> Fields::Indexed(std::string_view name) const {
+std::span<const uint32_t> Fields::Indexed(std::string_view name) const {
   if (!index_valid_) {
     index_.resize(fields_.size());
     for (uint32_t i = 0; i < index_.size(); ++i) index_[i] = i;
@@ -108,22 +108,19 @@ std::pair<const uint32_t*, const uint32_t*> Fields::Indexed(std::string_view nam
     });
     index_valid_ = true;
   }
-  auto range =
-      std::equal_range(index_.begin(), index_.end(), name, [this](const auto& a, const auto& b) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(a)>, uint32_t>) {
-          return LessFolded(fields_[a].name_, b);
-        } else {
-          return LessFolded(a, fields_[b].name_);
-        }
-      });
-  return {index_.data() + (range.first - index_.begin()),
-          index_.data() + (range.second - index_.begin())};
+  const auto first = std::lower_bound(
+      index_.begin(), index_.end(), name,
+      [this](uint32_t i, std::string_view n) { return LessFolded(fields_[i].name_, n); });
+  const auto last = std::upper_bound(
+      first, index_.end(), name,
+      [this](std::string_view n, uint32_t i) { return LessFolded(n, fields_[i].name_); });
+  return {first, last};
 }
 
 Fields::const_iterator Fields::find(std::string_view name) const {
   if (fields_.size() > kScanned) {
-    auto [first, last] = Indexed(name);
-    return first == last ? fields_.end() : fields_.begin() + *first;
+    const auto named = Indexed(name);
+    return named.empty() ? fields_.end() : fields_.begin() + named.front();
   }
   return std::find_if(fields_.begin(), fields_.end(), [name](const Field& f) {
     return f.name_.size() == name.size() && IEquals(f.name_, name);
@@ -132,8 +129,7 @@ Fields::const_iterator Fields::find(std::string_view name) const {
 
 size_t Fields::count(std::string_view name) const {
   if (fields_.size() > kScanned) {
-    auto [first, last] = Indexed(name);
-    return static_cast<size_t>(last - first);
+    return Indexed(name).size();
   }
   return static_cast<size_t>(std::count_if(
       fields_.begin(), fields_.end(), [name](const Field& f) { return IEquals(f.name_, name); }));

@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace cerulean::server::http {
@@ -115,7 +115,7 @@ class Fields {
   std::string_view Keep(std::string_view s);
   // The positions in fields_ of the fields named `name`, first to last,
   // from index_ (built if stale). REQUIRES: fields_.size() > kScanned.
-  std::pair<const uint32_t*, const uint32_t*> Indexed(std::string_view name) const;
+  std::span<const uint32_t> Indexed(std::string_view name) const;
 
   std::vector<Field> fields_;
   // Positions of fields_ ordered by case-folded name, then position; valid
