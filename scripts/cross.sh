@@ -3,6 +3,7 @@
 #
 #   bash scripts/cross.sh TARGET
 #   # TARGET: win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64
+#   bash scripts/cross.sh --install TARGET...   # only the Debian packages those builds need
 #
 # writes build/cross/TARGET/cerulean (cerulean.exe for win-x64): a stripped Release build that
 # needs nothing but the OS (README, "Platforms"), from the CMake build in build/cross/TARGET/cmake
@@ -24,6 +25,11 @@
 #   TARGET/bin/        the Zig targets' compiler wrappers (cc, c++, ar, ranlib)
 #   zig/VERSION/       the Zig toolchain; zig/cache/ its cache (libc++, musl, per target)
 #
+# --install installs, in one apt transaction, the Debian packages the builds of the targets named
+# need (toolchains, the arm64 libraries, what scripts/test.sh runs each build with), so that the
+# builds themselves then run without apt: scripts/test.sh does this before it starts them beside
+# its other suites, which install packages of their own.
+#
 # Environment: JOBS (default nproc), CERULEAN_CROSS_CACHE.
 set -euo pipefail
 
@@ -31,14 +37,28 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=notices.sh
 source scripts/notices.sh
 repo=$(pwd)
-target=${1:-}
-case $target in
-  win-x64 | linux-arm64 | linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64) ;;
-  *)
-    echo "usage: bash scripts/cross.sh win-x64|linux-arm64|linux-musl-x64|linux-musl-arm64|osx-arm64|osx-x64" >&2
-    exit 2
-    ;;
-esac
+usage() {
+  echo "usage: bash scripts/cross.sh win-x64|linux-arm64|linux-musl-x64|linux-musl-arm64|osx-arm64|osx-x64" >&2
+  echo "       bash scripts/cross.sh --install TARGET..." >&2
+  exit 2
+}
+known_target() {
+  case $1 in
+    win-x64 | linux-arm64 | linux-musl-x64 | linux-musl-arm64 | osx-arm64 | osx-x64) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+install_only=0
+if [[ ${1:-} == --install ]]; then
+  install_only=1
+  shift
+  (($# > 0)) || usage
+  for t in "$@"; do known_target "$t" || usage; done
+  target=$1
+else
+  target=${1:-}
+  known_target "$target" || usage
+fi
 jobs=${JOBS:-$(nproc)}
 cache=${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
 sources=$cache/sources
@@ -66,6 +86,45 @@ apt_install() {
       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null; }
 }
+
+# The Debian packages the build of target $1 needs: its toolchain, the arm64 libraries
+# (linux-arm64 links Debian's own), what scripts/test.sh runs the build with (Wine, qemu-user),
+# and for the targets whose libraries are built from source, Tcl (SQLite's amalgamation) and the
+# header-only libraries copied into their prefix.
+target_packages() {
+  case $1 in
+    win-x64) echo g++-mingw-w64-x86-64-posix wine64 ;;
+    # libsimdjson-dev is not Multi-Arch: its arm64 copy would remove the amd64 one, so
+    # simdjson is built from source (build_simdjson) like for the other targets.
+    linux-arm64)
+      echo g++-aarch64-linux-gnu qemu-user-static libboost1.81-dev:arm64 \
+        libboost-url1.81-dev:arm64 libboost-program-options1.81-dev:arm64 libsqlite3-dev:arm64 \
+        libssl-dev:arm64 libexpat1-dev:arm64
+      ;;
+    linux-musl-arm64) echo qemu-user-static ;;
+  esac
+  [[ $1 == linux-arm64 ]] || echo tcl libfast-float-dev
+}
+
+# Installs what the builds of the targets named need (target_packages), adding the arm64
+# architecture to dpkg first when one of them needs it.
+install_target_packages() {
+  local t packages=()
+  for t in "$@"; do
+    if [[ $t == linux-arm64 ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      log "adding the arm64 architecture to dpkg"
+      as_root dpkg --add-architecture arm64
+      as_root apt-get update -qq -o DPkg::Lock::Timeout=600
+    fi
+    # shellcheck disable=SC2207
+    packages+=($(target_packages "$t"))
+  done
+  apt_install "${packages[@]}"
+}
+if ((install_only)); then
+  install_target_packages "$@"
+  exit 0
+fi
 
 # --- Debian source packages ---------------------------------------------------------------
 
@@ -148,10 +207,10 @@ openssl_flags=()
 # Sets cc, cxx, ar, ranlib, strip, triple (the GNU triple of configure scripts), openssl_target
 # (OpenSSL's Configure name) and toolchain (the CMake toolchain file).
 setup_toolchain() {
+  install_target_packages "$target"
   toolchain=$repo/cmake/toolchains/$target.cmake
   case $target in
     win-x64)
-      apt_install g++-mingw-w64-x86-64-posix wine64 # wine64: what runs it here (scripts/test.sh platforms)
       triple=x86_64-w64-mingw32
       export PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig
       cc=$triple-gcc-posix cxx=$triple-g++-posix
@@ -159,16 +218,6 @@ setup_toolchain() {
       openssl_target=mingw64
       ;;
     linux-arm64)
-      if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-        log "adding the arm64 architecture to dpkg"
-        as_root dpkg --add-architecture arm64
-        as_root apt-get update -qq -o DPkg::Lock::Timeout=600
-      fi
-      # libsimdjson-dev is not Multi-Arch: its arm64 copy would remove the amd64 one, so
-      # simdjson is built from source (build_simdjson) like for the other targets.
-      apt_install g++-aarch64-linux-gnu qemu-user-static libboost1.81-dev:arm64 \
-        libboost-url1.81-dev:arm64 libboost-program-options1.81-dev:arm64 libsqlite3-dev:arm64 \
-        libssl-dev:arm64 libexpat1-dev:arm64
       triple=aarch64-linux-gnu
       # pkg-config (FindEXPAT, FindOpenSSL) must see the arm64 packages' files, not the host's.
       export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
@@ -178,10 +227,7 @@ setup_toolchain() {
       local zig_target
       case $target in
         linux-musl-x64) zig_target=x86_64-linux-musl openssl_target=linux-x86_64 ;;
-        linux-musl-arm64)
-          zig_target=aarch64-linux-musl openssl_target=linux-aarch64
-          apt_install qemu-user-static # what runs it here (scripts/test.sh platforms)
-          ;;
+        linux-musl-arm64) zig_target=aarch64-linux-musl openssl_target=linux-aarch64 ;;
         # The oldest macOS releases Zig's SDK stubs and Apple still support on each CPU.
         osx-arm64) zig_target=aarch64-macos.11.0 openssl_target=darwin64-arm64-cc ;;
         osx-x64) zig_target=x86_64-macos.11.0 openssl_target=darwin64-x86_64-cc ;;
@@ -251,7 +297,6 @@ sqlite_amalgamation() {
   local src dir=$sources/sqlite3-amalgamation
   src=$(debian_source sqlite3 libsqlite3-dev)
   if [[ ! -f $dir/sqlite3.c || $(cat "$dir/.version" 2>/dev/null) != $(cat "$src/.version") ]]; then
-    apt_install tcl
     log "making SQLite's amalgamation"
     rm -rf "$dir" && mkdir -p "$dir/build"
     (cd "$dir/build" && "$src/configure" --disable-tcl >/dev/null && make -s sqlite3.c >/dev/null)
@@ -415,7 +460,6 @@ build_mimalloc() {
 # time): the installed Debian packages' files, copied so that no host include folder enters the
 # build.
 copy_headers() {
-  apt_install libfast-float-dev
   if [[ ! -d $prefix/include/fast_float ]]; then
     cp -r /usr/include/fast_float "$prefix/include/"
     mkdir -p "$prefix/lib/cmake"

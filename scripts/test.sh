@@ -11,11 +11,11 @@
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh unit node       # only some suites (unit, node, python, dotnet, browser,
 #                                        # container, resilience, isolation, packages, fuzz,
-#                                        # sanitize, postgres)
-#   bash scripts/test.sh platforms       # the other platforms' builds, under Wine, qemu or an
-#                                        # empty root (macOS: built and checked): only when named
-#                                        # (a cold cache builds their toolchains and libraries,
-#                                        # which alone takes longer than the rest)
+#                                        # sanitize, postgres, platforms)
+#
+# platforms: the other platforms' servers (scripts/cross.sh), built in the background while the
+# other suites run and tested after them, under Wine, qemu or an empty root (macOS: built and
+# checked); the packages are built after it, so that they carry those servers.
 #
 # Environment: BUILD_DIR (default build); SKIP_BUILD=1 to test an existing
 # build; CERULEAN_BIN to test another binary with the e2e suites;
@@ -23,7 +23,7 @@
 # TEST_LOG_DIR for the per-suite logs (default $BUILD_DIR/test-logs);
 # FUZZ_SECONDS per fuzz target (default 20); PLATFORM_TIMEOUT per platforms suite (default
 # 1800: emulated servers are slower); PLATFORM_TARGETS the platforms suite's targets (default
-# all: win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64).
+# linux-arm64 linux-musl-x64 win-x64; the others are linux-musl-arm64 osx-arm64 osx-x64).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -171,6 +171,54 @@ mkdir -p "$log_dir"
 export CERULEAN_BIN=${CERULEAN_BIN:-$build_dir/cerulean}
 export BUILD_DIR=${BUILD_DIR:-build}
 
+# What runs when the test command ends, however it ends (the background builds below, the
+# PostgreSQL test cluster).
+at_exit=()
+run_at_exit() {
+  local cmd
+  for cmd in "${at_exit[@]}"; do eval "$cmd" || true; done
+}
+trap run_at_exit EXIT
+
+# --- other platforms: their builds start now ----------------------------------------
+# scripts/cross.sh builds the server for each target of the platforms suite (below, after the
+# other suites). Their toolchains' Debian packages are installed first, here, so that no apt
+# run of the builds meets one of a suite; the builds then run one after another in the
+# background at idle priority (SCHED_IDLE, nice 19, idle I/O class): they take only the CPU
+# time the suites leave, so the suites' own timing is unchanged, and the platforms suite waits
+# for what is left of them. Their libraries and toolchains are built once into a cache outside
+# the clone, ${CERULEAN_CROSS_CACHE:-~/.cache/cerulean-cross}; a warm cache leaves the
+# server's own build.
+# PLATFORM_TARGETS: the targets to build and test, in this order. The default is the platforms
+# the packages must serve (Windows x64, Linux arm64, Alpine); each Zig target (musl, macOS)
+# builds its own libc++ and OpenSSL on a cold cache, and all six together do not fit the test
+# command's hour (README, "Platforms").
+platform_targets=(${PLATFORM_TARGETS:-linux-arm64 linux-musl-x64 win-x64})
+cross_pid=
+if wants platforms; then
+  echo
+  echo "==================== cross builds (background) ===================="
+  mkdir -p "$log_dir/cross"
+  rm -f "$log_dir"/cross/*.status
+  if bash scripts/cross.sh --install "${platform_targets[@]}" >"$log_dir/cross/install.log" 2>&1; then
+    # A process group of its own (setsid), so that an early exit ends every build in it.
+    setsid chrt --idle 0 nice -n 19 ionice -c 3 bash -c '
+      log_dir=$1
+      shift
+      for target in "$@"; do
+        rc=0
+        bash scripts/cross.sh "$target" >"$log_dir/cross-$target.log" 2>&1 || rc=$?
+        echo "$rc" >"$log_dir/cross/$target.status"
+      done' cross-builds "$log_dir" "${platform_targets[@]}" </dev/null &
+    cross_pid=$!
+    at_exit+=('[[ -n $cross_pid ]] && kill -- "-$cross_pid" 2>/dev/null')
+    echo "building ${platform_targets[*]} (logs: $log_dir/cross-TARGET.log)"
+  else
+    tail -n 20 "$log_dir/cross/install.log"
+    record cross-install 0 1 "scripts/cross.sh --install failed"
+  fi
+fi
+
 # --- unit tests -----------------------------------------------------------------
 if wants unit; then
   run_suite layers "$unit_timeout" bash scripts/check-layers.sh
@@ -209,91 +257,7 @@ else
   fi
   if wants container && [[ -f tests/container/run.sh ]]; then
     run_suite container "$container_timeout" bash tests/container/run.sh
-    # The multi-arch image of the static musl servers (scripts/image.sh); skips without them.
-    run_suite container-static "$container_timeout" bash tests/container/static.sh
   fi
-fi
-
-# --- packages -----------------------------------------------------------------------
-# scripts/package.sh builds the Debian, NuGet and npm packages into dist/; each is then
-# installed from that file and used as a user would (tests/packages/: apt install and the
-# service's command line, sample xunit v2 and v3 projects, an Aspire AppHost, scratch npm
-# projects), and the server of the
-# NuGet and npm packages is run in a root that holds only glibc.
-if wants packages; then
-  echo
-  echo "==================== package build ===================="
-  if run_logged "$log_dir/package-build.log" bash scripts/package.sh; then
-    record package-build 1 0
-    run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
-    run_suite packages-deb-arm64 "$e2e_timeout" bash tests/packages/deb-arm64.sh
-    run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
-    run_suite packages-aspire "$e2e_timeout" bash tests/packages/aspire.sh
-    run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
-    run_suite packages-node-platforms "$e2e_timeout" bash tests/packages/node-platforms.sh
-    run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
-  else
-    record package-build 0 1 "scripts/package.sh failed"
-  fi
-fi
-
-# --- other platforms ---------------------------------------------------------------
-# scripts/cross.sh builds the server for each target (its toolchains and libraries are built
-# once into a cache outside the clone, ${CERULEAN_CROSS_CACHE:-~/.cache/cerulean-cross}). The
-# Windows build runs under Wine, the arm64 ones under qemu (tests/platforms/*.sh wrap them as
-# CERULEAN_BIN) and the static musl x64 one as it is: each serves the Node suite over loopback,
-# in memory and on disk (CERULEAN_E2E_ON_DISK=1), and crash.test.js kills it under writers. Under emulation the
-# whole suite is too slow for the test command, so it runs the files listed below, which
-# between them use every operation (tables, entities, batches, queries, ACLs, service
-# properties, SAS, the CLI tools).
-platform_timeout=${PLATFORM_TIMEOUT:-1800}
-platform_files=(data-tables.test.js azure-storage.test.js query.test.js service.test.js
-  access.test.js durability.test.js crash.test.js)
-# PLATFORM_TARGETS: the targets to build and test (default all). The static musl servers also
-# serve from an empty root (tests/platforms/empty-root.js); the macOS ones cannot run here, so
-# they are built and their Mach-O files checked (tests/platforms/macho_check.py) only.
-platform_targets=(${PLATFORM_TARGETS:-win-x64 linux-arm64 linux-musl-x64 linux-musl-arm64 osx-arm64 osx-x64})
-if named platforms; then
-  for target in "${platform_targets[@]}"; do
-    echo
-    echo "==================== cross build $target ===================="
-    if ! run_logged "$log_dir/cross-$target.log" bash scripts/cross.sh "$target"; then
-      record "cross-$target" 0 1 "scripts/cross.sh $target failed"
-      continue
-    fi
-    record "cross-$target" 1 0
-    server_env=()
-    case $target in
-      win-x64) server_env=(CERULEAN_BIN="$repo/tests/platforms/wine-cerulean.sh") ;;
-      linux-arm64) server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh") ;;
-      linux-musl-x64) server_env=(CERULEAN_BIN="$repo/build/cross/$target/cerulean") ;;
-      linux-musl-arm64)
-        server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh"
-          CERULEAN_ARM64_BIN="$repo/build/cross/$target/cerulean")
-        ;;
-      osx-arm64 | osx-x64)
-        run_suite "platform-$target-macho" 120 python3 tests/platforms/macho_check.py \
-          "$([[ $target == osx-arm64 ]] && echo arm64 || echo x86_64)" "build/cross/$target/cerulean"
-        continue
-        ;;
-    esac
-    # A build that cannot serve at all fails here once, instead of once per server start.
-    echo
-    echo "==================== platform-$target-start ===================="
-    if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
-      env "${server_env[@]}" node tests/e2e/node/run.js service.test.js; then
-      record "platform-$target-start" 1 0
-      run_suite "platform-$target-memory" "$platform_timeout" env "${server_env[@]}" \
-        node tests/e2e/node/run.js "${platform_files[@]}"
-      run_suite "platform-$target-disk" "$platform_timeout" env "${server_env[@]}" \
-        CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
-      if [[ $target == linux-musl-* ]]; then
-        run_suite "platform-$target-empty-root" 300 node tests/platforms/empty-root.js "$target"
-      fi
-    else
-      record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
-    fi
-  done
 fi
 
 # --- fuzzing and sanitizers (their own build directories) ------------------------
@@ -353,7 +317,7 @@ fi
 if wants postgres; then
   pg_state=$(mktemp -u "${TMPDIR:-/tmp}/cerulean-pg-state.XXXXXX")
   if pg_url=$(bash scripts/pg-test-cluster.sh start "$pg_state"); then
-    trap 'bash scripts/pg-test-cluster.sh stop "$pg_state"' EXIT
+    at_exit+=('bash scripts/pg-test-cluster.sh stop "$pg_state"')
     if [[ -x $build_dir/storage_test ]]; then
       run_suite storage_test-postgres "$unit_timeout" env CERULEAN_TEST_DATABASE="$pg_url" \
         "$build_dir/storage_test" --no-colors=true '-tc=postgres:*,*PostgresBackend*'
@@ -377,10 +341,106 @@ if wants postgres; then
         node tests/e2e/node/run.js pg-failover.test.js
     fi
     bash scripts/pg-test-cluster.sh stop "$pg_state"
-    trap - EXIT
+    unset 'at_exit[-1]'
   else
     record postgres 0 1 "could not start a PostgreSQL test cluster"
   fi
+fi
+
+# --- other platforms: their tests ----------------------------------------------------
+# Once the builds started above are done: the Windows build runs under Wine, the arm64 ones
+# under qemu (tests/platforms/*.sh wrap them as CERULEAN_BIN) and the static musl x64 one as it
+# is: each serves the Node suite over loopback, in memory and on disk (CERULEAN_E2E_ON_DISK=1),
+# and crash.test.js kills it under writers. Under emulation the whole suite is too slow for the
+# test command, so it runs the files listed below, which between them use every operation
+# (tables, entities, batches, queries, ACLs, service properties, SAS, the CLI tools). The
+# static musl servers also serve from an empty root (tests/platforms/empty-root.js); the macOS
+# ones cannot run here, so they are built and their Mach-O files checked
+# (tests/platforms/macho_check.py) only.
+platform_timeout=${PLATFORM_TIMEOUT:-1800}
+platform_files=(data-tables.test.js azure-storage.test.js query.test.js service.test.js
+  access.test.js durability.test.js crash.test.js)
+# Each target is tested as soon as its build is done, while the builds after it go on.
+if wants platforms && [[ -n $cross_pid ]]; then
+  for target in "${platform_targets[@]}"; do
+    echo
+    echo "==================== cross build $target: waiting ===================="
+    while [[ ! -f $log_dir/cross/$target.status ]] && kill -0 "$cross_pid" 2>/dev/null; do
+      sleep 2
+    done
+    status=$(cat "$log_dir/cross/$target.status" 2>/dev/null || echo "not run")
+    if [[ $status != 0 ]]; then
+      echo "cross-$target: scripts/cross.sh $target failed ($status):"
+      tail -n 30 "$log_dir/cross-$target.log" 2>/dev/null || true
+      record "cross-$target" 0 1 "scripts/cross.sh $target failed (see $log_dir/cross-$target.log)"
+      continue
+    fi
+    record "cross-$target" 1 0
+    server_env=()
+    case $target in
+      win-x64) server_env=(CERULEAN_BIN="$repo/tests/platforms/wine-cerulean.sh") ;;
+      linux-arm64) server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh") ;;
+      linux-musl-x64) server_env=(CERULEAN_BIN="$repo/build/cross/$target/cerulean") ;;
+      linux-musl-arm64)
+        server_env=(CERULEAN_BIN="$repo/tests/platforms/qemu-cerulean.sh"
+          CERULEAN_ARM64_BIN="$repo/build/cross/$target/cerulean")
+        ;;
+      osx-arm64 | osx-x64)
+        run_suite "platform-$target-macho" 120 python3 tests/platforms/macho_check.py \
+          "$([[ $target == osx-arm64 ]] && echo arm64 || echo x86_64)" "build/cross/$target/cerulean"
+        continue
+        ;;
+    esac
+    # A build that cannot serve at all fails here once, instead of once per server start.
+    echo
+    echo "==================== platform-$target-start ===================="
+    if run_logged "$log_dir/platform-$target-start.log" timeout --kill-after=15 120 \
+      env "${server_env[@]}" node tests/e2e/node/run.js service.test.js; then
+      record "platform-$target-start" 1 0
+      run_suite "platform-$target-memory" "$platform_timeout" env "${server_env[@]}" \
+        node tests/e2e/node/run.js "${platform_files[@]}"
+      run_suite "platform-$target-disk" "$platform_timeout" env "${server_env[@]}" \
+        CERULEAN_E2E_ON_DISK=1 node tests/e2e/node/run.js "${platform_files[@]}"
+      if [[ $target == linux-musl-* ]]; then
+        run_suite "platform-$target-empty-root" 300 node tests/platforms/empty-root.js "$target"
+      fi
+    else
+      record "platform-$target-start" 0 1 "the $target server did not serve service.test.js"
+    fi
+  done
+  wait "$cross_pid" || true
+  cross_pid=
+fi
+
+# --- packages -----------------------------------------------------------------------
+# After the platforms suite, so that the packages carry the servers it built (the others get
+# stand-ins in the platform-selection tests). scripts/package.sh builds the Debian, NuGet and
+# npm packages into dist/; each is then
+# installed from that file and used as a user would (tests/packages/: apt install and the
+# service's command line, sample xunit v2 and v3 projects, an Aspire AppHost, scratch npm
+# projects), and the server of the
+# NuGet and npm packages is run in a root that holds only glibc.
+if wants packages; then
+  echo
+  echo "==================== package build ===================="
+  if run_logged "$log_dir/package-build.log" bash scripts/package.sh; then
+    record package-build 1 0
+    run_suite packages-deb "$e2e_timeout" bash tests/packages/deb.sh
+    run_suite packages-deb-arm64 "$e2e_timeout" bash tests/packages/deb-arm64.sh
+    run_suite packages-dotnet "$e2e_timeout" bash tests/packages/dotnet.sh
+    run_suite packages-aspire "$e2e_timeout" bash tests/packages/aspire.sh
+    run_suite packages-node "$e2e_timeout" bash tests/packages/node.sh
+    run_suite packages-node-platforms "$e2e_timeout" bash tests/packages/node-platforms.sh
+    run_suite packages-portable "$e2e_timeout" bash tests/packages/portable.sh
+  else
+    record package-build 0 1 "scripts/package.sh failed"
+  fi
+fi
+
+
+# The multi-arch image of the static musl servers (scripts/image.sh); skips without them.
+if wants container && [[ -f tests/container/static.sh ]]; then
+  run_suite container-static "$container_timeout" bash tests/container/static.sh
 fi
 
 finish

@@ -93,6 +93,18 @@ echo "# server mode in the .nupkg: $zip_mode, as restored: $(stat -c %A "$extrac
 check "NuGet's restore leaves the server executable by its owner" test -x "$extracted"
 check "the server in the build output is executable once a fixture ran (CeruleanBinary.EnsureExecutable)" test -x "$built"
 
+# --- every RID's server, as the package carries it -------------------------------------------
+# The one the platforms suite tested, and running here where this machine can (check.sh).
+for rid in $CERULEAN_PACKED_RIDS; do
+  entry=$(unzip -Z1 "$nupkg" "runtimes/$rid/native/cerulean*" 2>/dev/null | grep -v -i notices | head -n1)
+  [[ -n $entry ]] || continue
+  mkdir -p "$scratch/packed/$rid"
+  unzip -q -o -j "$nupkg" "$entry" -d "$scratch/packed/$rid"
+  packed=$scratch/packed/$rid/$(basename "$entry")
+  chmod +x "$packed"
+  check_packed_server "the package's $rid server" "$rid" "$packed" "$version"
+done
+
 # --- a killed test host takes its server along --------------------------------------------
 parent=$(mktemp -d "${TMPDIR:-/tmp}/cerulean-nuget-parent.XXXXXX")
 trap 'rm -rf "$scratch" "$parent"' EXIT

@@ -136,19 +136,11 @@ while read -r target name executable; do
   expected=$project/node_modules/$name/bin/$executable
   check "binaryPath() on $machine is $name/bin/$executable" \
     test "$(binary_path_as "$project" "$os" "$cpu" "${libc:-glibc}")" == "$expected"
-  [[ -n ${real[$target]:-} ]] && check "$name holds an executable server" test -x "$expected"
-  # Linux servers run here: natively on this machine's CPU, arm64 ones under qemu.
-  runner=()
-  if [[ -n ${real[$target]:-} && $os == linux && $host_os == linux ]]; then
-    if [[ $cpu == "$host_cpu" ]]; then
-      runner=(env)
-    elif [[ $cpu == arm64 ]] && command -v qemu-aarch64-static >/dev/null 2>&1 && [[ -d /usr/aarch64-linux-gnu ]]; then
-      runner=(qemu-aarch64-static -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
-    fi
-  fi
-  if ((${#runner[@]} > 0)); then
-    check "$name's server runs here (--version)" \
-      bash -c '[[ $("${@:3}" "$1" --version) == "cerulean $2" ]]' _ "$expected" "$version" "${runner[@]}"
+  # The installed server: executable, the one the platforms suite tested, and running here
+  # natively, under qemu (arm64) or under Wine (Windows) (check.sh, check_packed_server).
+  if [[ -n ${real[$target]:-} ]]; then
+    check "$name holds an executable server" test -x "$expected"
+    check_packed_server "$name's server" "$target" "$expected" "$version"
   fi
 done < <(node "$platforms")
 
