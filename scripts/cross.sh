@@ -64,7 +64,7 @@ cache=${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}
 sources=$cache/sources
 prefix=$cache/$target/prefix
 out=$repo/build/cross/$target
-mkdir -p "$sources" "$prefix/include" "$prefix/lib" "$out"
+((install_only)) || mkdir -p "$sources" "$prefix/include" "$prefix/lib" "$out"
 
 log() { printf 'cross %s: %s\n' "$target" "$*" >&2; }
 

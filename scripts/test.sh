@@ -44,12 +44,6 @@ wants() {
   for s in "${selected[@]}"; do [[ $s == "$1" ]] && return 0; done
   return 1
 }
-# named SUITE: true iff SUITE was named on the command line (suites that do not run by default).
-named() {
-  local s
-  for s in "${selected[@]}"; do [[ $s == "$1" ]] && return 0; done
-  return 1
-}
 
 summary=()
 total_passed=0

@@ -160,8 +160,7 @@ Status SqliteStore::ApplyOps(Connection* w, PendingApply* p, GroupTableId* table
   // the deletes only a refused one. Any other failure here is SQLite's own
   // (I/O, disk full): the caller abandons the whole transaction.
   p->failed = 0;
-  const bool only_inserts = inserts == ops.size();
-  const bool savepoint = inserts > 0 && ops.size() > 1 && !only_inserts;
+  const bool savepoint = inserts > 0 && inserts < ops.size();
   if (savepoint) {
     s = w->Exec("SAVEPOINT apply");
     if (!s.ok()) return s;

@@ -15,28 +15,23 @@ check() {
   fi
 }
 
-# server_runner TARGET: sets `runner` to the command that runs TARGET's server (scripts/cross.sh
-# names) on this x86-64 Linux machine, as the platforms suite does (tests/platforms/): as it is
-# for x64 Linux, under qemu-user for arm64 Linux, under Wine for Windows; empty when this
-# machine has no way to run it (macOS, or the emulator is not installed).
+# server_runner TARGET FILE: sets `runner` to the command that runs FILE, a server of TARGET
+# (scripts/cross.sh names), on this x86-64 Linux machine with the platforms suite's wrappers
+# (tests/platforms/): as it is for x64 Linux, under qemu-user for arm64 Linux, under Wine for
+# Windows; empty when this machine cannot run it (macOS, or the emulator is not installed).
 server_runner() {
   runner=() runner_name=
   [[ $(uname -s)-$(uname -m) == Linux-x86_64 ]] || return 0
   case $1 in
-    linux-x64 | linux-musl-x64) runner=(env) runner_name=natively ;;
-    linux-arm64)
-      command -v qemu-aarch64-static >/dev/null 2>&1 && [[ -d /usr/aarch64-linux-gnu ]] &&
-        runner=(qemu-aarch64-static -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
-      runner_name="under qemu"
-      ;;
-    linux-musl-arm64)
-      command -v qemu-aarch64-static >/dev/null 2>&1 && runner=(qemu-aarch64-static)
+    linux-x64 | linux-musl-x64) runner=("$2") runner_name=natively ;;
+    linux-arm64 | linux-musl-arm64)
+      command -v qemu-aarch64-static >/dev/null 2>&1 &&
+        runner=(env CERULEAN_ARM64_BIN="$2" "$repo/tests/platforms/qemu-cerulean.sh")
       runner_name="under qemu"
       ;;
     win-x64)
       [[ -x /usr/lib/wine/wine64 ]] &&
-        runner=(env WINEPREFIX="${WINEPREFIX:-${CERULEAN_CROSS_CACHE:-$HOME/.cache/cerulean-cross}/wine}"
-          WINEDEBUG=-all /usr/lib/wine/wine64)
+        runner=(env CERULEAN_WIN_EXE="$2" "$repo/tests/platforms/wine-cerulean.sh")
       runner_name="under Wine"
       ;;
   esac
@@ -52,9 +47,9 @@ check_packed_server() {
   if [[ $target != linux-x64 && -f $built ]]; then
     check "$name is the $target server the platforms suite tests (build/cross/$target)" cmp -s "$file" "$built"
   fi
-  server_runner "$target"
+  server_runner "$target" "$file"
   if ((${#runner[@]} > 0)); then
     check "$name answers --version here, $runner_name" \
-      bash -c '[[ $("${@:3}" "$1" --version | tr -d "\r") == "cerulean $2" ]]' _ "$file" "$version" "${runner[@]}"
+      bash -c '[[ $("${@:2}" --version | tr -d "\r") == "cerulean $1" ]]' _ "$version" "${runner[@]}"
   fi
 }
