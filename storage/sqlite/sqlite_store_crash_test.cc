@@ -159,7 +159,9 @@ TEST_CASE("store(file): every acknowledged write survives kill -9") {
     }
     int32_t last = rows_per_batch.empty() ? -1 : rows_per_batch.rbegin()->first;
     CHECK(static_cast<size_t>(last + 1) == rows_per_batch.size());  // no gaps
-    for (const auto& [batch, rows] : rows_per_batch) {
+    for (const auto& entry : rows_per_batch) {
+      const int32_t batch = entry.first;  // doctest's lambdas take no structured binding (clang 14)
+      const int rows = entry.second;
       CAPTURE(batch);
       CHECK(rows == kOpsPerBatch);
       CHECK((touched.count(batch) == 1) == (batch < last));

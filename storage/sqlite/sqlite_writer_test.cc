@@ -226,7 +226,8 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend, Post
       {Insert(std::string("\xFF", 1), "k"), StatusCode::kInvalidArgument},
       {Op(WriteKind::kMerge, "p", "c", too_many), StatusCode::kTooManyProperties},
   };
-  for (const auto& [last, code] : last_ops) {
+  for (const auto& [last, code_of_last] : last_ops) {
+    const StatusCode code = code_of_last;  // doctest's lambdas take no structured binding (clang 14)
     std::vector<WriteOp> ops = prefix;
     ops.push_back(last);
     CAPTURE(static_cast<int>(code));
@@ -248,7 +249,9 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend, Post
       {{Insert("p", "n1"), Op(WriteKind::kUpdate, "p", "nope", {})}, StatusCode::kNotFound, 1},
       {{Insert("p", "c")}, StatusCode::kAlreadyExists, 0},
   };
-  for (const auto& [ops, code, index] : orders) {
+  for (const auto& [ops, code_of_ops, index_of_ops] : orders) {
+    const StatusCode code = code_of_ops;  // doctest's lambdas take no structured binding (clang 14)
+    const size_t index = index_of_ops;
     CAPTURE(static_cast<int>(code));
     CAPTURE(index);
     CHECK(store->Apply("acct", "t", ops, &res, &err).code() == code);
@@ -349,7 +352,8 @@ TEST_CASE_TEMPLATE("store: writes queued together for several tables each land i
   store->Flush();
   REQUIRE(outcomes.size() == kThreads * kPerThread);
   std::map<std::string, size_t> expected;  // "account/lower table" -> rows
-  for (const auto& [rk, status] : outcomes) {
+  for (const auto& [row_key, status] : outcomes) {
+    const std::string& rk = row_key;  // doctest's lambdas take no structured binding (clang 14)
     CAPTURE(rk);
     std::string account = rk.substr(0, rk.find('/'));
     std::string table = rk.substr(account.size() + 1, rk.rfind('/') - account.size() - 1);
@@ -423,7 +427,8 @@ TEST_CASE_TEMPLATE("store: ApplyAsync commits queued writes, each atomically, ca
 
   std::map<int, int> last_seen;  // thread -> last i, to check per-thread order
   std::lock_guard<std::mutex> lock(mu);
-  for (const auto& [tag, out] : outcomes) {
+  for (const auto& [tag_of_out, out] : outcomes) {
+    const int tag = tag_of_out;  // doctest's lambdas take no structured binding (clang 14)
     int t = tag / 1000, i = tag % 1000;
     CAPTURE(tag);
     if (last_seen.count(t)) CHECK(last_seen[t] < i);
