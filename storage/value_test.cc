@@ -129,7 +129,8 @@ TEST_CASE("key_range: Intersect keeps the keys in both, or gives nullopt") {
     for (const KeyRange& y : ranges) {
       auto both = Intersect(x, y);
       for (const auto& key : keys) {
-        const std::string& pk = key.first;  // doctest's lambdas take no structured binding (clang 14)
+        // doctest's lambdas take no structured binding (clang 14).
+        const std::string& pk = key.first;
         const std::string& rk = key.second;
         CAPTURE(x.ToString());
         CAPTURE(y.ToString());

@@ -227,7 +227,8 @@ TEST_CASE_TEMPLATE("store: Apply is atomic", B, FileBackend, MemoryBackend, Post
       {Op(WriteKind::kMerge, "p", "c", too_many), StatusCode::kTooManyProperties},
   };
   for (const auto& [last, code_of_last] : last_ops) {
-    const StatusCode code = code_of_last;  // doctest's lambdas take no structured binding (clang 14)
+    // doctest's lambdas take no structured binding (clang 14).
+    const StatusCode code = code_of_last;
     std::vector<WriteOp> ops = prefix;
     ops.push_back(last);
     CAPTURE(static_cast<int>(code));
