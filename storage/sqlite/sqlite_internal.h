@@ -416,6 +416,7 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
   std::unique_lock<std::mutex> lock = sync == Sync::kLazy ? std::unique_lock<std::mutex>(writer_mu_)
                                                           : LockWriter(WriterWait::kRequest);
   Connection* w = writer_.get();
+  const sqlite3_int64 changes_before = sqlite3_total_changes64(w->db);
   Status s = w->Exec("BEGIN IMMEDIATE");
   if (s.ok()) s = body(w);
   if (s.ok()) {
@@ -430,7 +431,11 @@ Status SqliteStore::WriteTransaction(Body&& body, Sync sync) {
     doomed_in_transaction_.clear();
   }
   PublishKeyLogFigures();
-  write_epoch_.fetch_add(1, std::memory_order_release);
+  // A transaction that changed no row (the reaper's look for a dropped table when there is
+  // none, as at every start) leaves every read as it was: pages rendered ahead stay current.
+  if (sqlite3_total_changes64(w->db) != changes_before) {
+    write_epoch_.fetch_add(1, std::memory_order_release);
+  }
   // A lazy commit is never synced on its own: the next durable sync covers
   // its frames too, and WAL frames are replayed in order, so it can be lost
   // only together with everything after it.

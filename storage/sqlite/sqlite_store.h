@@ -405,7 +405,8 @@ class SqliteStore final : public Store {
   // A random number per Open: write counts are those of one incarnation.
   const uint64_t incarnation_;
   // WriteEpoch(): bumped after each write transaction of the writer
-  // connection ends (committed or not), never before its commit returned.
+  // connection that changed a row ends (committed or not), never before its
+  // commit returned.
   std::atomic<uint64_t> write_epoch_{0};
 
   // Group commit: Applies queue here; the committer thread commits
