@@ -122,8 +122,11 @@ class Fields {
   // while index_valid_ (a change to the fields makes it stale).
   mutable std::vector<uint32_t> index_;
   mutable bool index_valid_ = false;
+  // The first chunk, which holds a typical message's bytes (one allocation),
+  // and any after it.
+  std::unique_ptr<char[]> first_chunk_;
   std::vector<std::unique_ptr<char[]>> chunks_;
-  char* next_ = nullptr;  // the free bytes of chunks_.back()
+  char* next_ = nullptr;  // the free bytes of the last chunk
   size_t free_ = 0;
 };
 
