@@ -177,7 +177,9 @@ void EntityWriter::Head(std::string_view partition_key, std::string_view row_key
                         const std::vector<std::string>* select) {
   if (element && ctx.level != Metadata::kNone) {
     PlainKey("odata.metadata");
-    String(std::string(ctx.base) + "/$metadata#" + std::string(ctx.table) + "/@Element");
+    thread_local std::string url;  // this thread's buffer: every entity read writes one
+    url.assign(ctx.base).append("/$metadata#").append(ctx.table).append("/@Element");
+    String(url);
   }
   std::string path;
   if (ctx.level == Metadata::kFull) {

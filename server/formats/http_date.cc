@@ -9,7 +9,7 @@
 
 namespace cerulean::server {
 
-std::string HttpDateNow() {
+std::string_view HttpDateNow() {
   // Formatted once a second per thread: every response carries it.
   thread_local std::time_t cached_second = -1;
   thread_local std::string cached;

@@ -9,8 +9,9 @@
 
 namespace cerulean::server {
 
-// "Tue, 05 Nov 2024 10:00:00 GMT" for the current time / parsing one.
-std::string HttpDateNow();
+// "Tue, 05 Nov 2024 10:00:00 GMT" for the current time / parsing one. The
+// view is of a per-thread copy, valid until this thread's next call.
+std::string_view HttpDateNow();
 std::optional<int64_t> ParseHttpDate(std::string_view s);  // unix seconds
 
 }  // namespace cerulean::server

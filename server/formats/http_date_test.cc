@@ -7,7 +7,7 @@
 namespace cerulean::server {
 
 TEST_CASE("HttpDateNow is an RFC 1123 date that ParseHttpDate reads back") {
-  std::string now = HttpDateNow();
+  std::string now(HttpDateNow());
   CHECK(now.size() == 29);
   CHECK(now.ends_with(" GMT"));
   CHECK(ParseHttpDate(now).has_value());

@@ -141,7 +141,7 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
   std::string_view host = Header(http, "Host");
   if (host.empty() && http.version() >= 11)
     return ErrorResponse(req, ErrorReply(AzureError::kHostInformationNotPresent));
-  std::string scheme = ctx.options.https ? "https://" : "http://";
+  const std::string_view scheme = ctx.options.https ? "https://" : "http://";
   std::string_view resource_raw;
   std::string account;
   if (ctx.options.force_path_style || IsPathStyle(host)) {
@@ -151,14 +151,16 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
     auto decoded = PercentDecode(segment);
     if (!decoded || decoded->empty())
       return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
-    account = *decoded;
+    account = std::move(*decoded);
     resource_raw = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
-    req.base = scheme + std::string(host) + "/" + std::string(segment);
+    req.base.reserve(scheme.size() + host.size() + 1 + segment.size());
+    req.base.assign(scheme).append(host).append("/").append(segment);
   } else {
     std::string_view name = HostName(host);
     account = std::string(name.substr(0, name.find('.')));
     resource_raw = encoded_path;
-    req.base = scheme + std::string(host);
+    req.base.reserve(scheme.size() + host.size());
+    req.base.assign(scheme).append(host);
   }
   if (account.ends_with("-secondary")) {
     req.secondary = true;
@@ -175,9 +177,14 @@ std::optional<HttpResponse> Prepare(const ServerContext& ctx, Request& req) {
     return std::nullopt;
   }
 
-  auto decoded_resource = PercentDecode(resource_raw);
-  if (!decoded_resource) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
-  if (auto err = ParseResourcePath(*decoded_resource, &req.path)) return ErrorResponse(req, *err);
+  // Decoded into this thread's buffer: ParseResourcePath copies the parts
+  // it keeps.
+  thread_local std::string decoded_resource;
+  decoded_resource.resize(resource_raw.size());
+  char* const decoded_end = PercentDecodeTo(decoded_resource.data(), resource_raw, false);
+  if (decoded_end == nullptr) return ErrorResponse(req, ErrorReply(AzureError::kInvalidUri));
+  decoded_resource.resize(static_cast<size_t>(decoded_end - decoded_resource.data()));
+  if (auto err = ParseResourcePath(decoded_resource, &req.path)) return ErrorResponse(req, *err);
   if (auto err = ResolveMethod(http, &req.method)) return ErrorResponse(req, *err);
   const Route* route = nullptr;
   if (auto err = FindRoute(RouteKey{req.path.kind, req.method, req.query.Get("comp"),

@@ -108,7 +108,7 @@ class Client {
 // The head of an insert into table "bodies" with a body of `length` bytes,
 // signed with the development account's key unless `sign` is false.
 std::string InsertHead(const ServerContext& ctx, size_t length, bool sign, bool expect) {
-  const std::string date = HttpDateNow();
+  const std::string date(HttpDateNow());
   std::string head =
       "POST /devstoreaccount1/bodies HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ms-version: 2019-02-02\r\n"
       "Accept: application/json;odata=nometadata\r\nContent-Type: application/json\r\n"

@@ -113,7 +113,7 @@ class TestServer {
       req.prepare_payload();
     }
     if (sign) {
-      std::string date = HttpDateNow();
+      std::string date(HttpDateNow());
       req.set("x-ms-date", date);
       // Path-style: the account is named twice; a comp= parameter is part of
       // the resource.

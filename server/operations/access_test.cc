@@ -70,7 +70,7 @@ struct AccessServer : TestServer {
   }
   // `verb path` signed with Shared Key Lite of the development account.
   HttpResponse SendLite(http::verb verb, const std::string& path, const std::string& body = "") {
-    const std::string date = HttpDateNow();
+    const std::string date(HttpDateNow());
     const std::string sts = SharedKeyLiteStringToSign(date, "/devstoreaccount1" + path);
     return Send(
         verb, path, body,
@@ -295,9 +295,10 @@ TEST_CASE("/_metrics: no account names unsigned; the signer's own; every one wit
 
   // Credentials that are given are checked, as on the other reserved paths.
   CHECK(s.SendLite(http::verb::get, "/_metrics").result_int() == 403);
-  HttpResponse forged = s.Send(
-      http::verb::get, "/_metrics", "",
-      {{"x-ms-date", HttpDateNow()}, {"Authorization", "SharedKey devstoreaccount1:AAAA"}}, false);
+  HttpResponse forged = s.Send(http::verb::get, "/_metrics", "",
+                               {{"x-ms-date", std::string(HttpDateNow())},
+                                {"Authorization", "SharedKey devstoreaccount1:AAAA"}},
+                               false);
   CHECK(forged.result_int() == 403);
   CHECK(HeaderOf(forged, "x-ms-error-code") == "AuthenticationFailed");
   CHECK(s.Send(http::verb::get, "/_metrics?" + ServiceSas(s.ctx(), SasFields{}), "", {}, false)

@@ -133,7 +133,10 @@ HttpResponse GetEntity(const ServerContext& ctx, Request& req) {
                                                 });
     if (!s.ok()) return ErrorResponse(req, FromStatus(s));
     HttpResponse res = JsonResponse(req, http::status::ok, std::move(body));
-    res.set("ETag", ETagFor(timestamp));
+    thread_local std::string etag;  // copied into the response's fields
+    etag.clear();
+    AppendETag(&etag, timestamp);
+    res.set("ETag", etag);
     return res;
   }
   auto entity =

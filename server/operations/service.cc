@@ -67,7 +67,7 @@ HttpResponse GetServiceStats(const ServerContext&, Request& req) {
       req, http::status::ok,
       "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceStats><GeoReplication>"
       "<Status>live</Status><LastSyncTime>" +
-          HttpDateNow() + "</LastSyncTime></GeoReplication></StorageServiceStats>");
+          std::string(HttpDateNow()) + "</LastSyncTime></GeoReplication></StorageServiceStats>");
 }
 
 HttpResponse Preflight(const ServerContext&, Request& req) {
