@@ -194,9 +194,10 @@ std::optional<ErrorReply> AuthenticateSas(const ServerContext& ctx, Request* req
     std::string_view sp = field(f.sp), st = field(f.st), se = field(f.se), sip = field(f.sip),
                      spr = field(f.spr), ss = field(f.ss), srt = field(f.srt);
     std::string_view ses = sv >= "2020-12-06" ? field(f.ses) : "";
-    // Composed in one buffer: the chain of + that composed it made a
-    // string per field.
-    std::string sts;
+    // Composed in one buffer, this thread's: the chain of + that composed
+    // it made a string per field.
+    thread_local std::string sts;
+    sts.clear();
     const std::string_view fields[] = {req->account, sp, ss, srt, st, se, sip, spr, sv};
     size_t size = ses.size() + 1;
     for (std::string_view part : fields) size += part.size() + 1;
