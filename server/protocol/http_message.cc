@@ -87,6 +87,36 @@ Fields& Fields::operator=(const Fields& other) {
   return *this;
 }
 
+Fields::Fields(Fields&& other) noexcept
+    : fields_(std::move(other.fields_)),
+      index_(std::move(other.index_)),
+      index_valid_(other.index_valid_),
+      first_chunk_(std::move(other.first_chunk_)),
+      chunks_(std::move(other.chunks_)),
+      next_(std::exchange(other.next_, nullptr)),
+      free_(std::exchange(other.free_, 0)) {
+  other.fields_.clear();
+  other.index_.clear();
+  other.index_valid_ = false;
+  other.chunks_.clear();
+}
+
+Fields& Fields::operator=(Fields&& other) noexcept {
+  if (this != &other) {
+    fields_ = std::move(other.fields_);
+    index_ = std::move(other.index_);
+    index_valid_ = std::exchange(other.index_valid_, false);
+    first_chunk_ = std::move(other.first_chunk_);
+    chunks_ = std::move(other.chunks_);
+    next_ = std::exchange(other.next_, nullptr);
+    free_ = std::exchange(other.free_, 0);
+    other.fields_.clear();
+    other.index_.clear();
+    other.chunks_.clear();
+  }
+  return *this;
+}
+
 std::string_view Fields::Keep(std::string_view s) {
   if (s.empty()) return {};
   if (s.size() > free_) {

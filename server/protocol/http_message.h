@@ -82,8 +82,9 @@ class Fields {
   Fields() = default;
   Fields(const Fields& other);
   Fields& operator=(const Fields& other);
-  Fields(Fields&&) noexcept = default;
-  Fields& operator=(Fields&&) noexcept = default;
+  // A moved-from message is empty and keeps no view of the other's chunks.
+  Fields(Fields&& other) noexcept;
+  Fields& operator=(Fields&& other) noexcept;
 
   // The value of the first field named `name`, or an empty view.
   std::string_view operator[](std::string_view name) const;

@@ -46,6 +46,28 @@ TEST_CASE("Fields: a view stays valid as fields are added, set, erased and the m
   CHECK(copy.fields() == moved.fields());
 }
 
+TEST_CASE("Fields: a moved-from message is empty and writes nothing into the other's chunks") {
+  Response from;
+  from.insert("ETag", "W/\"1\"");
+  Response to = std::move(from);
+  CHECK(from.fields() == 0);
+  from.insert("Location", "elsewhere");
+  to.insert("Server", "Cerulean");
+  CHECK(to["ETag"] == "W/\"1\"");
+  CHECK(to["Server"] == "Cerulean");
+  CHECK(from["Location"] == "elsewhere");
+  Response assigned;
+  assigned.insert("A", "1");
+  assigned = std::move(to);
+  CHECK(to.fields() == 0);
+  to.insert("B", std::string(2000, 'b'));
+  CHECK(assigned.fields() == 2);
+  CHECK(assigned["ETag"] == "W/\"1\"");
+  CHECK(assigned["Server"] == "Cerulean");
+  CHECK(assigned["A"].empty());
+  CHECK(to["B"].size() == 2000);
+}
+
 TEST_CASE("keep-alive: HTTP/1.1 unless Connection: close, HTTP/1.0 only with keep-alive") {
   Request req(verb::get, "/", 11);
   CHECK(req.keep_alive());
