@@ -42,11 +42,6 @@ bool LessFolded(std::string_view a, std::string_view b) {
   return a.size() < b.size();
 }
 
-// Field names compared as look-ups compare them: most differ in length.
-bool SameName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && IEquals(a, b);
-}
-
 // True iff the comma-separated list `value` holds `token` (case-insensitive).
 bool HasToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
@@ -87,19 +82,7 @@ Fields& Fields::operator=(const Fields& other) {
   return *this;
 }
 
-Fields::Fields(Fields&& other) noexcept
-    : fields_(std::move(other.fields_)),
-      index_(std::move(other.index_)),
-      index_valid_(other.index_valid_),
-      first_chunk_(std::move(other.first_chunk_)),
-      chunks_(std::move(other.chunks_)),
-      next_(std::exchange(other.next_, nullptr)),
-      free_(std::exchange(other.free_, 0)) {
-  other.fields_.clear();
-  other.index_.clear();
-  other.index_valid_ = false;
-  other.chunks_.clear();
-}
+Fields::Fields(Fields&& other) noexcept { *this = std::move(other); }
 
 Fields& Fields::operator=(Fields&& other) noexcept {
   if (this != &other) {
@@ -162,7 +145,7 @@ Fields::const_iterator Fields::find(std::string_view name) const {
     return named.empty() ? fields_.end() : fields_.begin() + named.front();
   }
   return std::find_if(fields_.begin(), fields_.end(),
-                      [name](const Field& f) { return SameName(f.name_, name); });
+                      [name](const Field& f) { return IEquals(f.name_, name); });
 }
 
 size_t Fields::count(std::string_view name) const {
@@ -170,7 +153,7 @@ size_t Fields::count(std::string_view name) const {
     return Indexed(name).size();
   }
   return static_cast<size_t>(std::count_if(
-      fields_.begin(), fields_.end(), [name](const Field& f) { return SameName(f.name_, name); }));
+      fields_.begin(), fields_.end(), [name](const Field& f) { return IEquals(f.name_, name); }));
 }
 
 void Fields::insert(std::string_view name, std::string_view value) {
@@ -184,7 +167,7 @@ void Fields::insert(std::string_view name, std::string_view value) {
 
 void Fields::set(std::string_view name, std::string_view value) {
   auto first = std::find_if(fields_.begin(), fields_.end(),
-                            [name](const Field& f) { return SameName(f.name_, name); });
+                            [name](const Field& f) { return IEquals(f.name_, name); });
   if (first == fields_.end()) {
     insert(name, value);
     return;
@@ -192,7 +175,7 @@ void Fields::set(std::string_view name, std::string_view value) {
   first->value_ = Keep(value);
   index_valid_ = false;
   fields_.erase(std::remove_if(first + 1, fields_.end(),
-                               [name](const Field& f) { return SameName(f.name_, name); }),
+                               [name](const Field& f) { return IEquals(f.name_, name); }),
                 fields_.end());
 }
 
@@ -200,7 +183,7 @@ size_t Fields::erase(std::string_view name) {
   size_t before = fields_.size();
   index_valid_ = false;
   fields_.erase(std::remove_if(fields_.begin(), fields_.end(),
-                               [name](const Field& f) { return SameName(f.name_, name); }),
+                               [name](const Field& f) { return IEquals(f.name_, name); }),
                 fields_.end());
   return before - fields_.size();
 }
